@@ -1,0 +1,29 @@
+"""Errors servefit raises on bad input. The CLI turns each into one line and a non-zero exit."""
+
+from __future__ import annotations
+
+
+class ServefitError(Exception):
+    """Base class: every expected failure (bad input, unsupported case) derives from this."""
+
+    exit_code = 2
+
+
+class ConfigError(ServefitError):
+    """A model config that cannot be read or is missing what sizing needs."""
+
+
+class UnsupportedModelError(ConfigError):
+    """An architecture servefit cannot size; the message names what is missing."""
+
+
+class HardwareError(ServefitError):
+    """Unknown GPU, impossible memory figures."""
+
+
+class ArgumentError(ServefitError):
+    """Engine flags or parallelism that the engine itself would reject."""
+
+
+class EngineVersionError(ServefitError):
+    """An engine name or version string that cannot be mapped to a profile."""

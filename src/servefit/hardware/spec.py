@@ -1,0 +1,42 @@
+"""GPU description used by the planners."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """One GPU model.
+
+    memory_mib is the total as `nvidia-smi --query-gpu=memory.total` prints it (MiB); SGLang's
+    heuristics read exactly that (sglang/srt/utils/common.py:get_nvgpu_memory_capacity).
+    `context_mib` is the memory gone before weights load on a single-GPU launch (CUDA context,
+    allocator, kernels' workspaces); `per_peer_mib` is added per extra TP/PP peer for NCCL and
+    custom all-reduce buffers. Both are fitted to ground-truth logs (docs/gpus.md).
+    """
+
+    key: str
+    name: str
+    memory_mib: int
+    bandwidth_gbs: float
+    bf16_tflops: float
+    vendor: str = "nvidia"
+    unified_memory: bool = False
+    context_mib: float = 600.0
+    per_peer_mib: float = 0.0
+
+    def with_memory(self, memory_mib: int) -> GPUSpec:
+        from dataclasses import replace
+
+        return replace(self, memory_mib=memory_mib)
+
+
+@dataclass(frozen=True)
+class GPUSet:
+    """The GPUs an engine instance runs on (one kind; count = world size on this node)."""
+
+    gpu: GPUSpec
+    count: int
+    free_gib_override: float | None = None  # --free-gib: free memory before weights, per GPU
+    source: str = "catalog"  # "catalog" | "nvml" | "override"

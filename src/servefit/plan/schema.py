@@ -1,0 +1,118 @@
+"""The Plan: a typed, immutable result of planning one launch. Renderers and consumers read it.
+
+The JSON form (`servefit plan --format json`) is `Plan.model_dump(mode="json")`, documented in
+docs/plan-json.md. Byte figures in `pools` are per rank; GiB figures use 1 GiB = 2**30 bytes,
+the unit SGLang prints as "GB".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class EngineRef(_Frozen):
+    name: str
+    version: str  # the version asked for
+    profile: str  # the mirrored release whose rules were applied
+    note: str | None = None  # e.g. "sglang==0.5.18 has no profile; using the nearest, 0.5.23"
+
+
+class ModelRef(_Frozen):
+    name: str
+    architecture: str
+    source: str
+    layers: dict[str, int]  # layer kinds -> count
+    dtype: str
+    quantization: str
+    params_billion: float
+
+
+class HardwareRef(_Frozen):
+    gpu: str
+    num_gpus: int
+    memory_mib: int
+    tp_size: int
+    pp_size: int
+    dp_size: int
+    ep_size: int
+    source: str  # catalog | nvml | override
+
+
+class Change(_Frozen):
+    """A server arg the engine changes by itself, and why."""
+
+    arg: str
+    old: Any = None
+    new: Any = None
+    reason: str
+    log: str | None = None  # the engine's own warning line, verbatim, if it prints one
+
+
+class PerRank(_Frozen):
+    """Memory of the most loaded rank, GiB."""
+
+    total_gib: float
+    pre_load_free_gib: float  # free after CUDA/NCCL init, before weights (min over ranks)
+    weights_gib: float
+    draft_weights_gib: float = 0.0
+    kv_cache_gib: float = 0.0
+    mamba_state_gib: float = 0.0
+    spec_state_gib: float = 0.0
+    draft_kv_gib: float = 0.0
+    req_to_token_gib: float = 0.0
+    reserved_gib: float  # pre_load_free * (1 - mem_fraction_static): activations, graphs, slack
+    free_gib: float  # predicted free after all pools (the engine's "Memory pool end avail mem")
+
+
+class Pools(_Frozen):
+    """Pool sizes on one rank. Bytes are per rank."""
+
+    budget_gib: float  # memory the engine splits between state and KV ("rest_memory")
+    kv_bytes_per_token: int
+    max_total_num_tokens: int
+    page_size: int
+    context_len: int
+    mamba_state_bytes_per_request: int = 0
+    conv_state_bytes_per_request: int = 0
+    ssm_state_bytes_per_request: int = 0
+    mamba_layers: int = 0
+    max_mamba_cache_size: int | None = None
+    mamba_slots_per_request: int | None = None
+    mamba_sizing: str | None = None  # which branch sized the state pool
+    spec_state_slots: int | None = None
+    effective_max_running_requests: int
+    cap_reason: str
+    max_concurrency_at_context: float  # full-context requests the KV pool can hold
+
+
+class Consumer(_Frozen):
+    """One memory consumer on a rank, with the formula that produced it."""
+
+    name: str
+    gib: float
+    formula: str
+    flags: list[str] = Field(default_factory=list)
+
+
+class Plan(_Frozen):
+    engine: EngineRef
+    model: ModelRef
+    hardware: HardwareRef
+    verdict: Literal["ok", "fail"]
+    error: str | None = None
+    error_consumer: str | None = None  # the consumer that made it fail
+    calibrated: bool = False  # pre-load and weights figures came from a log
+    resolved_args: dict[str, Any]
+    user_args: dict[str, Any]
+    changes: list[Change] = Field(default_factory=list)
+    per_rank: PerRank
+    pools: Pools
+    consumers: list[Consumer] = Field(default_factory=list)
+    log_lines: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
