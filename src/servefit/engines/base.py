@@ -41,6 +41,7 @@ class ResolvedArgs:
     warnings: tuple[str, ...] = ()
     log_lines: tuple[str, ...] = ()  # warnings the engine prints while resolving, verbatim
     error: str | None = None  # an arg-resolution error the engine raises (exact text)
+    env: dict[str, str] = field(default_factory=dict)  # engine env vars that size memory
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -74,6 +75,7 @@ class Sizing:
     per_rank: PerRank
     error: str | None = None
     error_consumer: str | None = None
+    error_detail: str | None = None  # the numbers behind error_consumer
     consumers: tuple[Consumer, ...] = ()
     log_lines: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()

@@ -25,6 +25,10 @@ class GPUSpec:
     unified_memory: bool = False
     context_mib: float = 600.0
     per_peer_mib: float = 0.0
+    # Added for the pre-load model (servefit/hardware/preload.py, docs/gpus.md):
+    comm_base_mib: float = 0.0  # fixed extra once world_size > 1 (fitted on MI355X; 0 on NVIDIA)
+    # all GPUs of a node peer-linked (NVSwitch / xGMI): the engines' custom all-reduce runs at TP>2
+    fully_connected: bool = False
 
     def with_memory(self, memory_mib: int) -> GPUSpec:
         from dataclasses import replace

@@ -229,3 +229,13 @@ class Layer:
     index: int
     mixer: Mixer | None
     ffn: FFN = None
+    # A second token mixer running side by side with `mixer` in the same decoder layer:
+    # Falcon-H1 (attention + Mamba2 in every layer; SGLang counts each layer as both a mamba
+    # and a full-attention layer, sglang/srt/configs/falcon_h1.py) and Zamba2 "hybrid" layers
+    # (Mamba2 + the shared attention block). None for every other family.
+    parallel_mixer: Mixer | None = None
+
+    @property
+    def mixers(self) -> tuple[Mixer, ...]:
+        """The layer's token mixers (0, 1 or 2)."""
+        return tuple(m for m in (self.mixer, self.parallel_mixer) if m is not None)

@@ -77,7 +77,7 @@ class ModelSpec:
 
     def layer_ids(self, *kinds: str) -> tuple[int, ...]:
         return tuple(
-            lyr.index for lyr in self.layers if lyr.mixer is not None and lyr.mixer.kind in kinds
+            lyr.index for lyr in self.layers if any(m.kind in kinds for m in lyr.mixers)
         )
 
     @property
@@ -97,20 +97,22 @@ class ModelSpec:
 
     def first_attention(self):
         for lyr in self.layers:
-            if lyr.mixer is not None and lyr.mixer.has_kv:
-                return lyr.mixer
+            for m in lyr.mixers:
+                if m.has_kv:
+                    return m
         return None
 
     def first_recurrent(self):
         for lyr in self.layers:
-            if lyr.mixer is not None and lyr.mixer.has_state:
-                return lyr.mixer
+            for m in lyr.mixers:
+                if m.has_state:
+                    return m
         return None
 
     def kind_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for lyr in self.layers:
-            for part in (lyr.mixer, lyr.ffn):
+            for part in (*lyr.mixers, lyr.ffn):
                 if part is not None:
                     out[part.kind] = out.get(part.kind, 0) + 1
         return out

@@ -107,6 +107,7 @@ class Plan(_Frozen):
     verdict: Literal["ok", "fail"]
     error: str | None = None
     error_consumer: str | None = None  # the consumer that made it fail
+    error_detail: str | None = None  # that consumer's numbers against the budget
     calibrated: bool = False  # pre-load and weights figures came from a log
     resolved_args: dict[str, Any]
     user_args: dict[str, Any]

@@ -1,0 +1,134 @@
+"""Turn CLI options, engine flags and a launch command into a PlanRequest."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import click
+
+LAUNCH_KEY = "launch_command"
+
+
+def plan_options(f):
+    """Options shared by plan / explain / fit (the model, the GPUs, the engine, calibration)."""
+    opts = [
+        click.option(
+            "-m",
+            "--model",
+            "model",
+            default=None,
+            help="config.json, checkpoint dir, catalog id (servefit models) or Hub id. "
+            "Taken from --model-path of the launch command when omitted.",
+        ),
+        click.option(
+            "-g",
+            "--gpu",
+            "gpu",
+            default=None,
+            help="GPU name from `servefit gpus` (A6000, H100, ...), or `local` to read this "
+            "machine's GPUs through NVML.",
+        ),
+        click.option(
+            "-n",
+            "--num-gpus",
+            type=int,
+            default=None,
+            help="GPUs the engine instance uses (default: tp x pp).",
+        ),
+        click.option(
+            "-e",
+            "--engine",
+            default=None,
+            help="Engine and version, e.g. sglang==0.5.9 (default: the newest profile).",
+        ),
+        click.option(
+            "--gpu-mem-mib",
+            type=int,
+            default=None,
+            help="Override the GPU's total memory (MiB, as nvidia-smi prints it).",
+        ),
+        click.option(
+            "--free-gib",
+            type=float,
+            default=None,
+            help="Override the free memory per GPU before weights load (GiB).",
+        ),
+        click.option(
+            "--measured-free-before-gib",
+            type=float,
+            default=None,
+            help="Calibrate: 'Load weight begin. avail mem=X GB' from a real log.",
+        ),
+        click.option(
+            "--measured-weights-gib",
+            type=float,
+            default=None,
+            help="Calibrate: 'Load weight end. ... mem usage=X GB' from a real log.",
+        ),
+        click.option(
+            "--env",
+            "env",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Engine environment variable (SGLANG_MAMBA_SSM_DTYPE=bfloat16, ...); repeatable.",
+        ),
+    ]
+    return functools.reduce(lambda acc, dec: dec(acc), reversed(opts), f)
+
+
+def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
+    """Build a PlanRequest from options, leftover engine flags and the launch command."""
+    from servefit.engines.command import parse_launch_command
+    from servefit.engines.registry import parse_engine, select
+    from servefit.engines.sglang.flags import load_flags, parse_argv
+    from servefit.errors import ArgumentError
+    from servefit.plan.planner import PlanRequest
+
+    env: dict[str, str] = {}
+    for item in opts.get("env") or ():
+        if "=" not in item:
+            raise ArgumentError(f"--env expects KEY=VALUE, got {item!r}")
+        k, val = item.split("=", 1)
+        env[k] = val
+    engine_spec = opts.get("engine")
+    engine_argv = list(ctx.args)
+    launch = (ctx.obj or {}).get(LAUNCH_KEY)
+    if launch:
+        cmd = parse_launch_command(launch)
+        if engine_spec is None:
+            engine_spec = cmd.engine
+        elif parse_engine(engine_spec)[0] != cmd.engine:
+            raise ArgumentError(f"--engine {engine_spec} but the launch command runs {cmd.engine}")
+        env = {**cmd.env, **env}
+        engine_argv = engine_argv + list(cmd.argv)
+    engine_spec = engine_spec or "sglang"
+    _, ref = select(engine_spec)
+    parsed = parse_argv(load_flags(ref.profile), engine_argv)
+    if parsed.errors:
+        raise ArgumentError(parsed.errors[0])
+    warnings = [f"unknown {ref.name} {ref.profile} flag ignored: {u}" for u in parsed.unknown]
+    values = dict(parsed.values)
+    model = opts.get("model") or values.pop("model_path", None)
+    values.pop("model_path", None)
+    if parsed.positionals and model is None:
+        model = parsed.positionals[0]
+    if not model:
+        raise ArgumentError(
+            "no model: pass --model (see `servefit models`) or a launch command with --model-path"
+        )
+    if not opts.get("gpu"):
+        raise ArgumentError("no GPU: pass --gpu NAME (see `servefit gpus`) or --gpu local")
+    return PlanRequest(
+        model=model,
+        gpu=opts["gpu"],
+        engine=engine_spec,
+        args=values,
+        env=env,
+        num_gpus=opts.get("num_gpus"),
+        gpu_mem_mib=opts.get("gpu_mem_mib"),
+        free_gib=opts.get("free_gib"),
+        measured_free_before_gib=opts.get("measured_free_before_gib"),
+        measured_weights_gib=opts.get("measured_weights_gib"),
+        warnings=tuple(warnings),
+    )

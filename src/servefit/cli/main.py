@@ -1,0 +1,116 @@
+"""servefit command line. Imports stay inside commands so `servefit --help` starts fast."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from servefit.cli.inputs import plan_options, request_from_cli
+
+EPILOG_PLAN = """\b
+Examples:
+  servefit plan --gpu A6000 --engine sglang==0.5.9 -- \\
+      python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B --tp-size 2 \\
+      --context-length 32768 --speculative-algo NEXTN --speculative-num-steps 3 \\
+      --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --mem-fraction-static 0.85
+  servefit plan -m Qwen/Qwen3.5-27B --gpu H100 --tp-size 1 --max-running-requests 32
+  servefit plan -m ./my-checkpoint --gpu local --format json
+
+\b
+Engine flags (--tp-size, --mem-fraction-static, ...) are the engine's own, either as
+options here or inside the launch command after `--`. Calibrate from a real log with
+--measured-free-before-gib (Load weight begin avail mem) and --measured-weights-gib
+(Load weight end mem usage).
+
+\b
+Exit status: 0 the engine will start, 1 it will fail (the error is printed), 2 bad input.
+"""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="servefit")
+def cli() -> None:
+    """Plan SGLang memory for dense and hybrid (GDN, Mamba2, KDA) models before you launch."""
+
+
+@cli.command(
+    "plan",
+    epilog=EPILOG_PLAN,
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
+@plan_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table for people, json (one object, docs/plan-json.md) for scripts.",
+)
+@click.pass_context
+def plan_cmd(ctx: click.Context, fmt: str, **opts) -> None:
+    """Predict what the engine allocates at start-up, and whether it starts."""
+    from servefit.plan.planner import plan
+
+    request = request_from_cli(ctx, opts)
+    result = plan(request)
+    if fmt == "json":
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        from servefit.report.table import render_plan
+
+        render_plan(result)
+    ctx.exit(0 if result.verdict == "ok" else 1)
+
+
+@cli.command("models")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def models_cmd(fmt: str) -> None:
+    """List the bundled model catalog (usable offline as --model ID)."""
+    from servefit.report.catalogs import render_models
+
+    render_models(fmt)
+
+
+@cli.command("gpus")
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def gpus_cmd(fmt: str) -> None:
+    """List the GPU catalog (usable as --gpu NAME)."""
+    from servefit.report.catalogs import render_gpus
+
+    render_gpus(fmt)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: split off a launch command after `--`, turn servefit errors into one line."""
+    from servefit.cli.inputs import LAUNCH_KEY
+    from servefit.errors import ServefitError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    launch: list[str] | None = None
+    if "--" in argv:
+        i = argv.index("--")
+        argv, launch = argv[:i], argv[i + 1 :]
+    try:
+        rc = cli.main(args=argv, prog_name="servefit", standalone_mode=False, obj={LAUNCH_KEY: launch})
+    except ServefitError as exc:
+        click.echo(f"servefit: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("servefit: aborted", err=True)
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

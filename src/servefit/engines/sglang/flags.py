@@ -1,0 +1,382 @@
+"""SGLang's server CLI, per release, and an argparse-faithful reader for a user's flags.
+
+The tables `flags_<version>.json` beside this file are generated from the released wheels by
+`tools/extract_sglang_flags.py` (static AST walk, no torch). `load_flags` turns one into
+`EngineFlag`s; `parse_argv` reads argv the way the engine's `argparse` parser would, except that
+it never exits: unknown flags become `unknown`, bad values become `errors`.
+
+Behaviour mirrored from argparse with `allow_abbrev=True`, which SGLang keeps (the tests check
+agreement with the running interpreter's own argparse on parsers built from these tables):
+  * `--flag value` and `--flag=value`; store_true / store_false flags take no value;
+    nargs "+" / "*" lists take every following token up to the next option; nargs "?" takes
+    one if present, else the flag's const.
+  * Repeated flags: last one wins (lists are replaced, not extended).
+  * Unambiguous prefixes of long options are accepted (`--speculative-algo`, `--tp`) and an
+    ambiguous one is an error, as argparse reports it (0.5.23 `--cuda-graph-max-bs` matches both
+    `--cuda-graph-max-bs-decode` and `--cuda-graph-max-bs-prefill`).
+  * Values are converted with the engine's own type: int / float / str, JSON for `json.loads`
+    flags, SI/IEC suffixes for `human_readable_int` flags (0.5.23 `--context-length 32k`),
+    `nullable_str` ("None" -> None); then checked against `choices`.
+  * A value token may not start with "-" unless it is a negative number.
+
+Where it departs from argparse, on purpose: stray positionals are collected (SGLang would stop
+with "unrecognized arguments"); an unknown flag swallows the values after it instead of
+making them positionals; a missing required flag (`--model-path`) is listed in `missing`, not
+`errors`, since servefit can take the model from elsewhere; deprecation notices the engine
+prints go to `warnings`.
+
+`ParsedArgs.values` holds only what the command sets, keyed by the ServerArgs attribute
+(`tp_size`, even in 0.5.9 where argparse's dest is `tensor_parallel_size`); engine defaults are
+on each flag (`EngineFlag.default`, and `fallback` for 0.5.23 fields resolved later).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from servefit.engines.base import Flag
+from servefit.errors import EngineVersionError
+
+__all__ = [
+    "EngineFlag",
+    "ParsedArgs",
+    "available_versions",
+    "load_flags",
+    "parse_argv",
+]
+
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+
+@dataclass(frozen=True)
+class EngineFlag(Flag):
+    """A `Flag` plus what the engine's argparse action needs to read it faithfully.
+
+    kind "list" items are converted with `item_kind`; `value_parser` names the engine's own
+    `type=` callable when it is not int/float/str; `action` names a non-standard argparse
+    action (deprecations, BooleanOptionalAction, LoRAPathAction); `deprecated` is the
+    replacement the engine names ("" when it names none, None when not deprecated).
+    """
+
+    default: Any = None
+    item_kind: str | None = None
+    value_parser: str | None = None
+    nargs: str | int | None = None
+    const: Any = None
+    required: bool = False
+    action: str | None = None
+    deprecated: str | None = None
+    fallback: Any = None
+
+
+@dataclass(frozen=True)
+class ParsedArgs:
+    values: dict[str, Any] = field(default_factory=dict)  # dest -> typed value, as set by argv
+    unknown: list[str] = field(default_factory=list)  # flags the engine does not define
+    positionals: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # what argparse would reject, one line each
+    warnings: list[str] = field(default_factory=list)  # deprecation notices the engine prints
+    given: dict[str, str] = field(default_factory=dict)  # dest -> the option string matched
+    # Required flags absent from argv (`--model-path`): argparse would stop here, but servefit
+    # may take the model from elsewhere, so this is not an error.
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def _slug(version: str) -> str:
+    m = _VERSION_RE.match(version.strip())
+    if not m:
+        raise EngineVersionError(
+            f"not an SGLang release version: {version!r} (expected e.g. 0.5.9)"
+        )
+    return "_".join(m.groups())
+
+
+def available_versions() -> tuple[str, ...]:
+    """Versions with a flag table, oldest first."""
+    names = [p.name for p in resources.files(__package__).iterdir()]
+    found = [n[len("flags_") : -len(".json")] for n in names if re.match(r"flags_[\d_]+\.json$", n)]
+    parsed = sorted(tuple(int(x) for x in v.split("_")) for v in found)
+    return tuple(".".join(map(str, v)) for v in parsed)
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+@functools.cache
+def load_flags(version: str) -> tuple[EngineFlag, ...]:
+    """All server flags of one SGLang release, in the engine's registration order."""
+    slug = _slug(version)
+    res = resources.files(__package__).joinpath(f"flags_{slug}.json")
+    if not res.is_file():
+        have = ", ".join(available_versions())
+        raise EngineVersionError(f"no SGLang flag table for {version} (have: {have})")
+    entries = json.loads(res.read_text(encoding="utf-8"))
+    return tuple(
+        EngineFlag(
+            names=tuple(e["names"]),
+            dest=e["dest"],
+            kind=e["kind"],
+            choices=None if e["choices"] is None else tuple(str(c) for c in e["choices"]),
+            help=e["help"],
+            default=_hashable(e["default"]),
+            item_kind=e["item_kind"],
+            value_parser=e["value_parser"],
+            nargs=e["nargs"],
+            const=_hashable(e["const"]),
+            required=e["required"],
+            action=e["action"],
+            deprecated=e["deprecated"],
+            fallback=_hashable(e["fallback"]),
+        )
+        for e in entries
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Value conversion (the engine's type= callables)
+# --------------------------------------------------------------------------------------------
+
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
+_SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_ARTICLE = {"int": "an int", "float": "a float", "json": "JSON"}
+
+
+class _BadValue(ValueError):
+    pass
+
+
+def _human_readable_int(raw: str) -> int:
+    """SGLang 0.5.2x `human_readable_int`: 32768, 32k (SI), 32Ki (IEC)."""
+    value = raw.strip()
+    m = _HUMAN_INT.fullmatch(value)
+    if m:
+        number, suffix = m.groups()
+        if suffix in _IEC:
+            if "." in number:
+                raise _BadValue(f"decimals are not allowed with IEC suffix {suffix!r}")
+            return int(number) * _IEC[suffix]
+        # Decimal arithmetic in the engine; exact for the inputs anyone writes.
+        whole, _, frac = number.partition(".")
+        return (int(whole + frac) * _SI[suffix]) // (10 ** len(frac))
+    return int(value)
+
+
+def _convert_one(kind: str, value_parser: str | None, raw: str) -> Any:
+    if value_parser == "human_readable_int":
+        return _human_readable_int(raw)
+    if value_parser == "nullable_str":
+        return None if not raw or raw == "None" else raw
+    if value_parser == "parse_cuda_graph_backend_arg" and raw == "tc_piecewise":
+        raise _BadValue("tc_piecewise was removed; select breakable, full, or disabled")
+    if kind == "int":
+        return int(raw)
+    if kind == "float":
+        return float(raw)
+    if kind == "json":
+        return json.loads(raw)
+    return raw
+
+
+def _describe(kind: str, value_parser: str | None) -> str:
+    if value_parser == "human_readable_int":
+        return "an int (e.g. 32768, 32k, 32Ki)"
+    return _ARTICLE.get(kind, "a string")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+
+def _is_option(token: str) -> bool:
+    return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
+
+
+def _index(flags: tuple[Flag, ...]) -> dict[str, Flag]:
+    index: dict[str, Flag] = {}
+    for flag in flags:
+        for name in flag.names:
+            index.setdefault(name, flag)
+    return index
+
+
+def _match(index: dict[str, Flag], option: str) -> tuple[Flag | None, str, list[str]]:
+    """(flag, canonical option string, ambiguous candidates) for an option as written."""
+    if option in index:
+        return index[option], option, []
+    if not option.startswith("--"):
+        return None, option, []
+    candidates = [name for name in index if name.startswith(option)]
+    if len(candidates) == 1:
+        return index[candidates[0]], candidates[0], []
+    return None, option, candidates
+
+
+def _takes_no_value(flag: Flag) -> bool:
+    nargs = getattr(flag, "nargs", None)
+    return flag.kind in ("bool", "bool_false") or nargs == 0
+
+
+def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
+    """Read an engine argv against `flags`; never raises on user input."""
+    index = _index(flags)
+    result = ParsedArgs()
+    values, errors, warnings = result.values, result.errors, result.warnings
+    i = 0
+    n = len(argv)
+    while i < n:
+        token = argv[i]
+        i += 1
+        if token == "--":
+            result.positionals.extend(argv[i:])
+            break
+        if not _is_option(token):
+            result.positionals.append(token)
+            continue
+        option, has_inline, inline = (
+            token.partition("=") if token.startswith("--") else (token, "", "")
+        )
+        flag, canonical, ambiguous = _match(index, option)
+        if flag is None:
+            if ambiguous:
+                shown = ", ".join(ambiguous)
+                errors.append(f"ambiguous option: {option} could match {shown}")
+            else:
+                result.unknown.append(option)
+            # Whatever follows up to the next option is taken as its value, not as positionals.
+            if not has_inline:
+                while i < n and not _is_option(argv[i]):
+                    i += 1
+            continue
+
+        action = getattr(flag, "action", None)
+        nargs = getattr(flag, "nargs", None)
+        deprecated = getattr(flag, "deprecated", None)
+
+        # -- flags without a value -------------------------------------------------------
+        if _takes_no_value(flag):
+            if has_inline:
+                errors.append(f"{canonical}: ignored explicit argument {inline!r}")
+                continue
+            if action == "DeprecatedAction":
+                if deprecated:
+                    errors.append(deprecated)
+                else:
+                    warnings.append(
+                        f"The command line argument '{canonical}' is deprecated and will be "
+                        "removed in future versions."
+                    )
+                continue
+            if deprecated is not None:
+                warnings.append(_deprecation_notice(canonical, deprecated))
+            value: Any = flag.kind != "bool_false"
+            if action == "DeprecatedStoreConstAction":
+                value = getattr(flag, "const", None)
+            values[flag.dest] = value
+            result.given[flag.dest] = canonical
+            continue
+
+        # -- gather the raw value(s) -----------------------------------------------------
+        is_list = flag.kind == "list"
+        raws: list[str]
+        if has_inline:
+            raws = [inline]
+        elif is_list:
+            raws = []
+            while i < n and not _is_option(argv[i]):
+                raws.append(argv[i])
+                i += 1
+        elif i < n and not _is_option(argv[i]):
+            raws = [argv[i]]
+            i += 1
+        else:
+            raws = []
+
+        if not raws:
+            if nargs == "?":
+                values[flag.dest] = getattr(flag, "const", None)
+                result.given[flag.dest] = canonical
+                continue
+            if is_list and nargs == "*":
+                values[flag.dest] = []
+                result.given[flag.dest] = canonical
+                continue
+            what = "at least one argument" if is_list else "one argument"
+            errors.append(f"{canonical}: expected {what}")
+            continue
+
+        # -- convert and check -----------------------------------------------------------
+        kind = (getattr(flag, "item_kind", None) or "str") if is_list else flag.kind
+        parser = getattr(flag, "value_parser", None)
+        converted: list[Any] = []
+        bad = False
+        for raw in raws:
+            if action == "LoRAPathAction":
+                item = raw.strip()
+                try:
+                    converted.append(
+                        json.loads(item) if item.startswith("{") and item.endswith("}") else item
+                    )
+                except ValueError:
+                    errors.append(f"{canonical} expects JSON, got {raw!r}")
+                    bad = True
+                continue
+            try:
+                value = _convert_one(kind, parser, raw)
+            except _BadValue as exc:
+                errors.append(f"{canonical}: {exc}")
+                bad = True
+                continue
+            except ValueError:
+                errors.append(f"{canonical} expects {_describe(kind, parser)}, got {raw!r}")
+                bad = True
+                continue
+            if flag.choices is not None and str(value) not in flag.choices:
+                errors.append(
+                    f"{canonical}: invalid choice {raw!r} (choose from {', '.join(flag.choices)})"
+                )
+                bad = True
+                continue
+            converted.append(value)
+        if bad:
+            continue
+        if deprecated is not None:
+            warnings.append(_deprecation_notice(canonical, deprecated))
+        if action == "DeprecatedStoreConstAction":
+            values[flag.dest] = getattr(flag, "const", None)
+        else:
+            values[flag.dest] = converted if is_list else converted[0]
+        result.given[flag.dest] = canonical
+
+    result.missing.extend(
+        flag.names[0]
+        for flag in flags
+        if getattr(flag, "required", False) and flag.dest not in values
+    )
+    return result
+
+
+def _deprecation_notice(option: str, replacement: str) -> str:
+    use = f" Use '{replacement}' instead." if replacement else ""
+    return f"'{option}' is deprecated and will be removed in a future release.{use}"

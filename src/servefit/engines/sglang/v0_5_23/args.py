@@ -1,0 +1,366 @@
+"""SGLang 0.5.23 server-arg resolution: the memory-relevant steps of the resolution pipeline.
+
+Mirrors sglang/srt/arg_groups/pipeline.py:run_resolution_pipeline in the engine's own order:
+handle_deprecated_dp_attention -> handle_cuda_graph_config -> handle_gpu_memory_settings ->
+handle_model_specific_adjustments (model overrides, _mamba_radix_cache_resolution) ->
+handle_attention_backend_compatibility -> _page_size_default -> handle_data_parallelism ->
+_pipeline_parallel_overlap_disable -> handle_speculative_decoding -> check_server_args.
+See docs/engines/sglang-0.5.23.md §1-§4.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from servefit.engines.base import ResolvedArgs
+from servefit.engines.sglang import common
+from servefit.engines.sglang.v0_5_23 import heuristics as h
+from servefit.engines.sglang.v0_5_23.tables import (
+    DEFAULTS,
+    DRAFT_IN_TARGET_ARCHS,
+    ENV_VARS,
+    EXTRA_BUFFER_ARCHS,
+    MAMBA_FULL_MEMORY_RATIO_FALLBACK,
+    MAMBA_RADIX_ARCHS,
+    QWEN3_5_HYBRID_ARCHS,
+    STATE_POOL_ARCHS,
+)
+from servefit.errors import UnsupportedModelError
+from servefit.hardware.spec import GPUSet
+from servefit.model.spec import ModelSpec
+from servefit.plan.schema import Change
+
+SPEC_EAGLE = ("EAGLE", "EAGLE3", "STANDALONE")
+RESET_48 = (
+    "Max running requests is reset to 48 for speculative decoding. You can override this "
+    "by explicitly setting --max-running-requests."
+)
+TOPK1_FIX = "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1"
+
+
+class Recorder:
+    """Applies a resolution step's declaration and records it as a Change (+ the engine's log)."""
+
+    def __init__(self, v: dict[str, Any]):
+        self.v = v
+        self.changes: list[Change] = []
+        self.logs: list[str] = []
+
+    def set(self, arg: str, new: Any, reason: str, log: str | None = None) -> None:
+        old = self.v.get(arg)
+        self.v[arg] = new
+        if old != new:
+            self.changes.append(Change(arg=arg, old=old, new=new, reason=reason, log=log))
+        if log:
+            self.logs.append(log)
+
+    def log(self, line: str) -> None:
+        self.logs.append(line)
+
+
+def env_true(env: dict[str, str], name: str) -> bool:
+    return env.get(name, "").lower() in ("1", "true", "yes")
+
+
+def resolve_args(
+    model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
+) -> ResolvedArgs:
+    v = dict(DEFAULTS)
+    v.update({k: val for k, val in user_args.items() if val is not None})
+    r = Recorder(v)
+    if model.is_hybrid and model.architecture not in STATE_POOL_ARCHS:
+        kinds = ", ".join(sorted({model.mixer(i).kind for i in model.recurrent_layer_ids}))
+        raise UnsupportedModelError(
+            f"SGLang 0.5.23 has no recurrent-state pool for {model.architecture} ({kinds} layers); "
+            "it cannot serve this model"
+        )
+    gpu = gpus.gpu
+    if v["enable_dp_attention"]:  # parallel_hook.py:handle_deprecated_dp_attention
+        if v["attn_dp_size"] == 1:
+            r.set(
+                "attn_dp_size",
+                v["dp_size"],
+                "--enable-dp-attention --dp-size N means --attn-dp-size N",
+            )
+            r.set("dp_size", 1, "--dp-size now counts replicas")
+        v["enable_dp_attention"] = False
+    if v["mamba_full_memory_ratio"] is None:
+        v["mamba_full_memory_ratio"] = MAMBA_FULL_MEMORY_RATIO_FALLBACK
+    error = None
+    try:
+        h.cuda_graph_config(model, gpu, v, r)
+        h.gpu_memory_settings(model, gpu, v, r)
+        _qwen3_5_sm100_override(model, gpu, v, r)
+        _mamba_radix_cache(model, gpu, v, r)
+        _attention_backend(model, gpu, v, r, env)
+        if v["page_size"] is None:  # overrides.py:_page_size_default
+            hip_5d = (
+                h.is_hip(gpu)
+                and env.get("SGLANG_AITER_KV_CACHE_LAYOUT", "").lower() == "vectorized_5d"
+            )
+            v["page_size"] = 64 if hip_5d else 1
+        if v["attn_dp_size"] > 1:  # parallel_hook.py:handle_data_parallelism
+            old = v["chunked_prefill_size"]
+            new = old // v["attn_dp_size"]
+            r.set(
+                "chunked_prefill_size",
+                new,
+                "attention DP divides the chunk",
+                f"DP attention is enabled. chunked prefill size is adjusted from {old} to {new}.",
+            )
+        if (
+            v["pp_size"] > 1
+        ):  # overrides.py:_pipeline_parallel_overlap_disable (after the mamba pass)
+            r.set(
+                "disable_overlap_schedule",
+                True,
+                "pipeline parallelism",
+                "Pipeline parallelism is incompatible with overlap schedule.",
+            )
+        _speculative(model, v, r)
+        v["context_len"] = common.context_len(model, v["context_length"], env)
+        # validation_hook.py:check_server_args
+        if (
+            v["chunked_prefill_size"] > 0
+            and v["disaggregation_mode"] != "decode"
+            and v["chunked_prefill_size"] % v["page_size"] != 0
+        ):
+            raise common.EngineError(
+                "AssertionError: chunked_prefill_size must be divisible by page_size"
+            )
+    except common.EngineError as exc:
+        error = str(exc)
+        v.setdefault("context_len", common.derived_context_len(model))
+        for key in ("page_size",):
+            if v[key] is None:
+                v[key] = 1
+    # serving_hook.py:handle_environment_variables exports --mamba-ssm-dtype.
+    mem_env = {k: env[k] for k in ENV_VARS if k in env}
+    if v["mamba_ssm_dtype"] is not None:
+        mem_env["SGLANG_MAMBA_SSM_DTYPE"] = v["mamba_ssm_dtype"]
+    return ResolvedArgs(
+        values=v, changes=tuple(r.changes), log_lines=tuple(r.logs), error=error, env=mem_env
+    )
+
+
+def _qwen3_5_sm100_override(model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder) -> None:
+    """model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides. Runs before the mamba pass, so the
+    strategy it reads is still the user's (normally "auto", i.e. not extra_buffer)."""
+    if (
+        model.architecture not in QWEN3_5_HYBRID_ARCHS
+        or not h.is_sm100(gpu)
+        or v["attention_backend"] is not None
+    ):
+        return
+    backend = "triton"
+    extra = not v["disable_radix_cache"] and v["mamba_radix_cache_strategy"] in (
+        "extra_buffer",
+        "extra_buffer_lazy",
+    )
+    if h.default_attention_backend(model, gpu, v) == "trtllm_mha" and not (
+        not extra and not v["disable_radix_cache"] and v["speculative_algorithm"] is None
+    ):
+        backend = "trtllm_mha"
+    r.set("attention_backend", backend, "Qwen3.5 hybrid default on SM100")
+    r.set(
+        "page_size",
+        64 if backend == "trtllm_mha" else 1,
+        f"Qwen3.5 hybrid default with {backend} on SM100",
+    )
+
+
+def _mamba_radix_cache(model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder) -> None:
+    """overrides.py:_mamba_radix_cache_resolution + model_hook.py:handle_mamba_radix_cache checks."""
+    arch = model.architecture
+    in_branch = arch in MAMBA_RADIX_ARCHS
+    if arch == "GraniteMoeHybridForCausalLM":
+        in_branch = model.is_hybrid
+    strategy = v["mamba_radix_cache_strategy"]
+    if not in_branch or v["disable_radix_cache"]:
+        if in_branch or strategy == "auto" or v["disable_radix_cache"]:
+            return
+        raise common.EngineError(
+            f"ValueError: --mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
+        )
+    supports_extra = arch in EXTRA_BUFFER_ARCHS and v["linear_attn_backend"] == "triton"
+    if strategy == "auto":
+        wants_overlap = not v["disable_overlap_schedule"]
+        wants_paging = v["page_size"] is not None and v["page_size"] > 1
+        if (wants_overlap or wants_paging) and supports_extra:
+            r.set(
+                "mamba_radix_cache_strategy",
+                "extra_buffer",
+                "auto: overlap schedule or paging, arch supports it",
+            )
+        else:
+            r.set("mamba_radix_cache_strategy", "no_buffer", "auto: extra_buffer unavailable")
+            r.set(
+                "disable_overlap_schedule",
+                True,
+                "mamba no_buffer does not support the overlap schedule",
+            )
+    if v["mamba_radix_cache_strategy"] in ("extra_buffer", "extra_buffer_lazy"):
+        # mamba_hook.py:validate_mamba_extra_buffer (bare asserts)
+        if not supports_extra:
+            raise common.EngineError(
+                f"AssertionError: extra_buffer is not supported for {arch}; use no_buffer."
+            )
+        draft = v["speculative_num_draft_tokens"]  # only a user-given value is set at this point
+        if draft is not None and v["mamba_track_interval"] < draft:
+            raise common.EngineError("AssertionError")
+        page = v["page_size"]
+        if page is not None:
+            if v["mamba_track_interval"] % page != 0:
+                raise common.EngineError("AssertionError")
+            chunk = 64  # FLA CHUNK_SIZE (overrides.py:mamba_cache_chunk_size)
+            if max(chunk, page) % min(chunk, page) != 0:
+                raise common.EngineError(
+                    "AssertionError: For SSM models, either chunk_size or page_size must be divisible by the "
+                    f"other, got chunk_size={chunk}, page_size={page}"
+                )
+    else:  # mamba_hook.py:validate_mamba_no_buffer
+        if v["page_size"] not in (1, None):
+            raise common.EngineError("AssertionError: no_buffer only supports page_size=1.")
+        if not v["disable_overlap_schedule"]:
+            raise common.EngineError(
+                "AssertionError: no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True."
+            )
+        if v["attention_backend"] == "trtllm_mha":
+            raise common.EngineError(
+                "AssertionError: no_buffer do not support trtllm_mha attention backend."
+            )
+
+
+def _attention_backend(
+    model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder, env: dict[str, str]
+) -> None:
+    """attention_hook.py:handle_attention_backend_compatibility: the default backend, AMD aiter's
+    x0.85 (explicit fractions included) and FA4's page 128 (overrides.py:_fa4_page_constraint)."""
+    if v["attention_backend"] is None:
+        backend = h.default_attention_backend(model, gpu, v)
+        r.set(
+            "attention_backend",
+            backend,
+            "default for this GPU",
+            f"Attention backend not specified. Use {backend} backend by default.",
+        )
+    ctx = common.derived_context_len(model) if v["context_length"] is None else v["context_length"]
+    if v["attention_backend"] == "aiter" and ctx > 8192:
+        explicit = "mem_fraction_static" not in {c.arg for c in r.changes}
+        if not (explicit and env_true(env, "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION")):
+            r.set(
+                "mem_fraction_static",
+                v["mem_fraction_static"] * 0.85,
+                "aiter attention with context_len > 8192 scales mem_fraction_static by 0.85",
+            )
+    if (
+        v["attention_backend"] == "fa4"
+        and not h.is_mla(model)
+        and h.is_sm100(gpu)
+        and (v["speculative_eagle_topk"] or 0) <= 1
+    ):
+        r.set(
+            "page_size",
+            128,
+            "FA4 needs page size 128",
+            f"FA4 backend only supports page size 128 for non-MLA model architectures, changing page_size "
+            f"from {v['page_size']} to 128.",
+        )
+
+
+def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder) -> None:
+    """speculative_hook.py:handle_speculative_decoding -> _handle_eagle_family / _handle_ngram."""
+    if v["speculative_algorithm"] is None:
+        return
+    algo = str(v["speculative_algorithm"]).upper()
+    if algo in ("NEXTN", "EAGLE"):  # _resolve_speculative_algorithm_alias
+        algo = "EAGLE"
+    r.set(
+        "speculative_algorithm",
+        algo,
+        "NEXTN is an alias of EAGLE" if algo == "EAGLE" else "upper-cased",
+    )
+    if algo in SPEC_EAGLE:
+        if algo == "STANDALONE" and v["attn_dp_size"] > 1:
+            raise common.EngineError(
+                "ValueError: Currently standalone speculative decoding does not support dp attention."
+            )
+        if v["max_running_requests"] is None:
+            r.set("max_running_requests", 48, "speculative decoding resets it", RESET_48)
+        if v["disable_overlap_schedule"]:
+            r.log(
+                "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding."
+            )
+        if v["enable_mixed_chunk"]:
+            r.set(
+                "enable_mixed_chunk",
+                False,
+                "speculative decoding",
+                f"Mixed chunked prefill is disabled: {algo} speculative decoding does not support it.",
+            )
+        # The draft path defaults to the model path for these archs; kept out of the values so
+        # "no draft path" still means "draft layers from the target checkpoint" downstream.
+        v["_draft_path_is_model"] = (
+            model.architecture in DRAFT_IN_TARGET_ARCHS
+            and v["speculative_draft_model_path"] is None
+        )
+        if v["speculative_num_steps"] is None:
+            if (
+                v["speculative_eagle_topk"] is not None
+                or v["speculative_num_draft_tokens"] is not None
+            ):
+                raise common.EngineError("AssertionError")
+            # _auto_choose_speculative_params
+            steps, topk, draft = (
+                (5, 4, 8)
+                if (
+                    algo != "STANDALONE"
+                    and model.architecture
+                    in ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
+                )
+                else (3, 1, 4)
+            )
+            r.set("speculative_num_steps", steps, "_auto_choose_speculative_params")
+            r.set("speculative_eagle_topk", topk, "_auto_choose_speculative_params")
+            r.set("speculative_num_draft_tokens", draft, "_auto_choose_speculative_params")
+        topk = v["speculative_eagle_topk"]
+        if v["attention_backend"] == "trtllm_mha" and topk is not None and topk > 1:
+            raise common.EngineError(
+                "ValueError: trtllm_mha backend only supports topk = 1 for speculative decoding."
+            )
+        if topk == 1 and v["speculative_num_draft_tokens"] != v["speculative_num_steps"] + 1:
+            r.set(
+                "speculative_num_draft_tokens",
+                v["speculative_num_steps"] + 1,
+                "topk 1 forces draft tokens = steps + 1",
+                TOPK1_FIX,
+            )
+        if (
+            topk is not None
+            and topk > 1
+            and v["page_size"] > 1
+            and v["attention_backend"] not in ("flashinfer", "fa3", "triton")
+        ):
+            raise common.EngineError(
+                "ValueError: speculative_eagle_topk > 1 with page_size > 1 is only supported on "
+                "('flashinfer', 'fa3', 'triton'); got attention_backend="
+                f"{v['attention_backend']!r}. Use page_size == 1 or one of those backends."
+            )
+    elif algo == "NGRAM":
+        if v["max_running_requests"] is None:
+            r.set("max_running_requests", 48, "speculative decoding resets it", RESET_48)
+        r.set("enable_mixed_chunk", False, "ngram speculative decoding")
+        v["speculative_eagle_topk"] = v["speculative_ngram_max_bfs_breadth"]
+        if v["speculative_num_draft_tokens"] is None:
+            r.set(
+                "speculative_num_draft_tokens",
+                12,
+                "ngram default",
+                "speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. "
+                "You can override this by explicitly setting --speculative-num-draft-tokens.",
+            )
+        if v["speculative_num_steps"] is None:
+            v["speculative_num_steps"] = (
+                v["speculative_num_draft_tokens"] // v["speculative_eagle_topk"]
+            )
+        r.log("The mixed chunked prefill are disabled because of using ngram speculative decoding.")

@@ -1,0 +1,247 @@
+"""SGLang 0.5.23: platform, CUDA-graph config and GPU-memory heuristics (resolution steps 2-3, 5).
+
+Mirrors sglang/srt/arg_groups/cuda_graph_hook.py, arg_groups/memory_hook.py and the attention
+backend default (arg_groups/model_override_base.py:get_default_attn_backend). See
+docs/engines/sglang-0.5.23.md §1-§2.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from servefit.engines.sglang import common
+from servefit.engines.sglang.v0_5_23.tables import BREAKABLE_MM_ARCHS, MM_DISABLED_ARCHS, TIERS
+from servefit.hardware.spec import GPUSpec
+from servefit.model.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from servefit.engines.sglang.v0_5_23.args import Recorder
+
+# sglang/srt/model_executor/cuda_graph_config.py:Backend
+FULL, BREAKABLE, DISABLED = "full", "breakable", "disabled"
+
+# --- platform (GPUSpec has no SM version; inferred from the catalog key / name) -------------
+
+
+def is_hip(gpu: GPUSpec) -> bool:
+    return gpu.vendor == "amd"
+
+
+def is_sm100(gpu: GPUSpec) -> bool:
+    """SM100/SM103: B200, B300, GB200, GB300 (not GB10 = SM121, not RTX 50xx / PRO 6000 = SM120)."""
+    text = f"{gpu.key} {gpu.name}".lower()
+    return any(tag in text for tag in ("b200", "b300", "gb200", "gb300"))
+
+
+def is_hopper(gpu: GPUSpec) -> bool:
+    key = gpu.key.lower()
+    return any(key.startswith(p) for p in ("h100", "h200", "h800", "h20", "gh200"))
+
+
+def is_multimodal(model: ModelSpec, v: dict[str, Any]) -> bool:
+    """ModelConfig.is_multimodal = enable_multimodal and not is_lm_only and a multimodal arch."""
+    enable = v.get("enable_multimodal")
+    if enable is None:
+        enable = model.architecture not in MM_DISABLED_ARCHS
+    lm_only = v.get("language_model_only") or bool(
+        model.raw_config.get("language_model_only", False)
+    )
+    return bool(enable) and not lm_only and model.is_multimodal
+
+
+def is_mla(model: ModelSpec) -> bool:
+    attn = model.first_attention()
+    return attn is not None and attn.kind == "mla"
+
+
+def default_attention_backend(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any]) -> str:
+    """arg_groups/model_override_base.py:get_default_attn_backend (CUDA/HIP paths)."""
+    topk, page = v["speculative_eagle_topk"], v["page_size"]
+    # utils/common.py:is_no_spec_infer_or_topk_one
+    topk_one = topk is None or (topk == 1 and page in (1, None))
+    if not is_mla(model):
+        if is_hopper(gpu) and topk_one:
+            return "fa3"
+        algo = v["speculative_algorithm"]
+        if (
+            is_sm100(gpu)
+            and topk_one
+            and (algo is None or topk is not None or str(algo).upper() == "DFLASH")
+        ):
+            attn = model.first_attention()
+            asymmetric = attn is not None and attn.head_dim != attn.v_head_dim
+            return "fa4" if asymmetric else "trtllm_mha"
+        if is_hip(gpu):
+            return "aiter"
+        return "flashinfer"
+    if is_hopper(gpu):
+        return "fa3"
+    if is_sm100(gpu):
+        return "flashinfer"
+    if is_hip(gpu):
+        heads = model.first_attention().num_heads // max(1, v["tp_size"])
+        return "aiter" if heads in (16, 128) else "triton"
+    return "triton"
+
+
+# --- step 2: cuda_graph_hook.py:handle_cuda_graph_config ------------------------------------
+
+
+def cuda_graph_config(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Recorder) -> None:
+    """parse_cuda_graph_config + apply_cuda_graph_compatibility (BREAKABLE auto-disable rules)."""
+    decode, prefill = (
+        FULL,
+        (DISABLED if is_hip(gpu) else BREAKABLE),
+    )  # default_prefill_backend: CUDA only
+    locked = False
+    if v["disable_cuda_graph"]:
+        decode, prefill, locked = DISABLED, DISABLED, True
+    if v["disable_prefill_cuda_graph"]:
+        prefill, locked = DISABLED, True
+    if v["disable_decode_cuda_graph"]:
+        decode = DISABLED
+    if v["cuda_graph_backend_decode"] is not None:
+        decode = v["cuda_graph_backend_decode"]
+    if v["cuda_graph_backend_prefill"] is not None:
+        prefill, locked = v["cuda_graph_backend_prefill"], True
+    if not locked and prefill == BREAKABLE:
+        reason = None
+        if v["pp_size"] > 1:
+            reason = "pipeline parallelism (opt-in with --cuda-graph-backend-prefill=breakable)"
+        elif model.layer_ids("kda") and model.architecture != "Glm5NextForConditionalGeneration":
+            reason = "KDA hybrid linear attention"
+        elif v["dcp_size"] > 1:
+            reason = "decode context parallel (dcp_size > 1)"
+        elif v["enable_two_batch_overlap"]:
+            reason = "two-batch overlap"
+        elif v["moe_a2a_backend"] not in ("none", "deepep", "megamoe", "flashinfer"):
+            reason = "unvalidated a2a backend"
+        elif is_multimodal(model, v) and model.architecture not in BREAKABLE_MM_ARCHS:
+            reason = "multimodal model"
+        if reason is not None:
+            log = (
+                None
+                if reason.startswith("pipeline")
+                else f"Breakable CUDA graph is incompatible with {reason}; disabling prefill CUDA graph."
+            )
+            r.set(
+                "cuda_graph_backend_prefill",
+                DISABLED,
+                f"breakable prefill graph off: {reason}",
+                log,
+            )
+            prefill = DISABLED
+    v["cuda_graph_backend_decode"], v["cuda_graph_backend_prefill"] = decode, prefill
+
+
+def decode_capture_bs(v: dict[str, Any], max_bs: int) -> list[int]:
+    """cuda_graph_hook.py:generate_decode_cuda_graph_batch_sizes: the 0.5.9 list, plus max_bs
+    appended when missing (new in 0.5.23)."""
+    bs = common.decode_capture_bs(
+        max_bs, v["speculative_algorithm"] is not None, v["disable_cuda_graph_padding"]
+    )
+    if max_bs not in bs:
+        bs.append(max_bs)
+    return bs
+
+
+# --- step 3: memory_hook.py:handle_gpu_memory_settings --------------------------------------
+
+
+def gpu_memory_settings(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Recorder) -> None:
+    gpu_mem = gpu.memory_mib  # get_nvgpu_memory_capacity: min over nvidia-smi GPUs, MiB
+    tp = v["tp_size"]
+    max_bs_is_default = v["cuda_graph_max_bs_decode"] is None and v["cuda_graph_bs_decode"] is None
+    for bound, chunk, bs_small, bs_large in TIERS:
+        if gpu_mem < bound:
+            if v["chunked_prefill_size"] is None:
+                r.set("chunked_prefill_size", chunk, f"default for a {gpu_mem} MiB GPU")
+            if v["cuda_graph_max_bs_decode"] is None:
+                r.set(
+                    "cuda_graph_max_bs_decode",
+                    bs_small if tp < 4 else bs_large,
+                    f"decode cuda-graph max_bs default for a {gpu_mem} MiB GPU at TP {tp}",
+                )
+            break
+    mrr = v["max_running_requests"]
+    if max_bs_is_default and mrr is not None and v["cuda_graph_max_bs_decode"] > mrr:
+        r.set("cuda_graph_max_bs_decode", mrr, "clamped to the explicit --max-running-requests")
+    if v["cuda_graph_bs_decode"] is None:
+        v["_decode_graph_bs"] = decode_capture_bs(v, v["cuda_graph_max_bs_decode"])
+    else:
+        v["_decode_graph_bs"] = list(v["cuda_graph_bs_decode"])
+        v["cuda_graph_max_bs_decode"] = max(v["cuda_graph_bs_decode"])
+    if v["cuda_graph_max_bs_prefill"] is None:
+        pmax = (
+            v["chunked_prefill_size"] if not is_mla(model) else min(8192, v["chunked_prefill_size"])
+        )
+        if (
+            v["pp_size"] > 1
+            and v["cuda_graph_backend_prefill"] == BREAKABLE
+            and v["cuda_graph_bs_prefill"] is None
+        ):
+            pmax = min(pmax, 8192)  # _DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS
+        if v["max_total_tokens"] is not None:
+            pmax = min(pmax, v["max_total_tokens"])
+        v["cuda_graph_max_bs_prefill"] = pmax
+    if v["cuda_graph_bs_prefill"] is None:
+        v["_prefill_graph_bs"] = common.prefill_graph_tokens(v["cuda_graph_max_bs_prefill"])
+    else:
+        v["_prefill_graph_bs"] = list(v["cuda_graph_bs_prefill"])
+    if v["mem_fraction_static"] is None:
+        _mem_fraction_static(model, gpu_mem, v, r)
+
+
+def reserve_for_graph_mb(model: ModelSpec, v: dict[str, Any]) -> float:
+    """memory_hook.py:reserve_for_graph_mb."""
+    mode, max_bs, attn_dp = (
+        v["disaggregation_mode"],
+        v["cuda_graph_max_bs_decode"],
+        v["attn_dp_size"],
+    )
+    reserved = 0.0
+    if mode != "prefill" and v["cuda_graph_backend_decode"] != DISABLED:
+        reserved += max_bs * 2
+    if attn_dp > 1 and mode != "prefill":
+        reserved += max_bs * attn_dp * 3
+        if max_bs > 300:
+            reserved += max_bs * attn_dp * 1.5
+    if mode != "decode" and v["cuda_graph_backend_prefill"] != DISABLED:
+        reserved += len(v["_prefill_graph_bs"]) * 8 if not is_mla(model) else 1.5 * 1024
+        if v["cuda_graph_backend_prefill"] == BREAKABLE and v["moe_a2a_backend"] == "deepep":
+            reserved += 1 * 1024
+    return reserved
+
+
+def _mem_fraction_static(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: Recorder) -> None:
+    if v["disaggregation_mode"] == "decode":
+        running = v["max_running_requests"] or v["cuda_graph_max_bs_decode"] or 1
+        activation = max(running * (v["speculative_num_draft_tokens"] or 1), 2048)
+    elif v["chunked_prefill_size"] > 0:
+        activation = max(v["chunked_prefill_size"], 2048)
+    else:
+        activation = max(v["max_prefill_tokens"], 2048)
+    graphs = reserve_for_graph_mb(model, v)
+    reserved = 512 + activation * 1.5 + v["tp_size"] * v["pp_size"] / 8 * 1024 + graphs
+    if gpu_mem > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if (
+        v["moe_a2a_backend"] == "deepep"
+        and v["disaggregation_mode"] != "prefill"
+        and v["cuda_graph_backend_decode"] != DISABLED
+    ):
+        reserved += 2 * 1024  # reserve_for_deepep_a2a_mb
+    frac = round((gpu_mem - reserved) / gpu_mem, 3)
+    why = (
+        f"({gpu_mem} - {reserved:g} MiB reserved [512 + {activation}x1.5 + tp*pp/8 GiB + "
+        f"graphs {graphs:g}]) / {gpu_mem} = {frac}"
+    )
+    is_vlm = (
+        is_multimodal(model, v) and not v["language_only"] and v["disaggregation_mode"] != "decode"
+    )
+    if is_vlm:
+        # adjust_mem_fraction_for_vlm: getattr(vision_config, "num_hidden_layers", 24), not re-rounded
+        adjusted = common.vlm_adjusted_fraction(frac, model.vision_config)
+        why += f", x VLM factor -> {adjusted:.6f}"
+        frac = adjusted
+    r.set("mem_fraction_static", frac, f"default heuristic: {why}")

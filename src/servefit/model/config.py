@@ -1,0 +1,84 @@
+"""Find and read a model's config.json: local file, checkpoint dir, bundled catalog, or the Hub."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from servefit.errors import ConfigError
+
+# A Hub repo id: "org/name" (or a bare "name"), letters, digits, '-', '_', '.'.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """Parse a config file. Python's json accepts the bare Infinity/NaN tokens that official
+    Nemotron-H configs contain (`time_step_limit: [0.0, Infinity]`), so we keep using it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text: {exc.reason}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def load_config(ref: str) -> tuple[dict[str, Any], str]:
+    """Return (config dict, source) for a path, checkpoint dir, catalog id or Hub id.
+
+    The source is the absolute path for local files and directories, "catalog:<id>" for a
+    bundled config and "hub:<id>" for a download.
+    """
+    from servefit import catalog
+
+    if not isinstance(ref, str) or not ref.strip():
+        raise ConfigError("no model given: pass a config.json path, a checkpoint dir or a model id")
+    ref = ref.strip()
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        cfg = path / "config.json"
+        if not cfg.is_file():
+            raise ConfigError(f"{path} has no config.json")
+        return read_json(cfg), str(path.resolve())
+    if path.is_file():
+        return read_json(path), str(path.resolve())
+
+    entry = catalog.find_entry(ref)
+    if entry is not None:
+        return read_json(entry.path), f"catalog:{entry.id}"
+
+    looks_local = ref.endswith(".json") or ref.startswith((".", "/", "~")) or "\\" in ref
+    if looks_local or not _HUB_ID.match(ref):
+        raise ConfigError(
+            f"{ref}: no such file or directory, and not a bundled model (see `servefit models`)"
+        )
+    return _from_hub(ref), f"hub:{ref}"
+
+
+def _from_hub(repo_id: str) -> dict[str, Any]:
+    hint = (
+        f"cannot fetch {repo_id}/config.json from the Hugging Face Hub ({{why}}); "
+        "use a bundled model (`servefit models`) or pass a local config.json / checkpoint dir"
+    )
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        raise ConfigError(hint.format(why="huggingface_hub is not installed")) from None
+    try:
+        local = hf_hub_download(repo_id, "config.json")
+    except Exception as exc:  # network, auth, missing repo: all one clear line
+        why = type(exc).__name__
+        raise ConfigError(hint.format(why=why)) from None
+    return read_json(Path(local))

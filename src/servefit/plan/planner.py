@@ -1,0 +1,197 @@
+"""plan(): inputs -> ModelSpec -> engine profile (resolve_args -> size_pools) -> Plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from servefit.engines.base import MemoryInputs
+from servefit.errors import ArgumentError, HardwareError
+from servefit.hardware.spec import GPUSet, GPUSpec
+from servefit.model.spec import ModelSpec
+from servefit.plan.schema import HardwareRef, ModelRef, Plan
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything a plan depends on. `args` uses the engine's own dest names (tp_size, ...)."""
+
+    model: str | ModelSpec
+    gpu: str | GPUSpec
+    engine: str = "sglang"
+    args: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    num_gpus: int | None = None
+    gpu_mem_mib: int | None = None
+    free_gib: float | None = None  # free memory before weights, per GPU (overrides the model)
+    measured_free_before_gib: float | None = (
+        None  # calibrated: the log's "Load weight begin avail mem"
+    )
+    measured_weights_gib: float | None = (
+        None  # calibrated: the log's "Load weight end ... mem usage"
+    )
+    warnings: tuple[str, ...] = ()
+
+
+def resolve_model(ref: str | ModelSpec) -> ModelSpec:
+    if isinstance(ref, ModelSpec):
+        return ref
+    from servefit.model.inventory import load_model
+
+    return load_model(ref)
+
+
+def resolve_gpu(ref: str | GPUSpec, gpu_mem_mib: int | None) -> tuple[GPUSpec, str]:
+    source = "catalog"
+    if isinstance(ref, GPUSpec):
+        gpu = ref
+    elif str(ref).lower() == "local":
+        from servefit.hardware.nvml import gpu_spec_from_local, local_gpus
+
+        found = local_gpus()
+        if not found.devices:
+            raise HardwareError(
+                f"--gpu local: no GPU visible ({found.reason}); name one with --gpu, e.g. --gpu A6000"
+            )
+        gpu, source = gpu_spec_from_local(found.devices[0]), "nvml"
+    else:
+        from servefit.hardware.catalog import get_gpu
+
+        gpu = get_gpu(str(ref))
+    if gpu_mem_mib is not None:
+        if gpu_mem_mib <= 0:
+            raise HardwareError(f"--gpu-mem-mib must be positive, got {gpu_mem_mib}")
+        gpu, source = gpu.with_memory(int(gpu_mem_mib)), "override"
+    return gpu, source
+
+
+def plan(request: PlanRequest) -> Plan:
+    from servefit.engines.registry import select
+
+    profile, engine_ref = select(request.engine)
+    model = resolve_model(request.model)
+    gpu, gpu_source = resolve_gpu(request.gpu, request.gpu_mem_mib)
+    args = dict(request.args)
+    tp, pp, dp, ep = (int(args.get(k) or 1) for k in ("tp_size", "pp_size", "dp_size", "ep_size"))
+    for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
+        if val <= 0:
+            raise ArgumentError(f"--{name} must be a positive integer, got {val}")
+    world = tp * pp * (1 if args.get("enable_dp_attention") else dp)
+    num_gpus = request.num_gpus or world
+    if num_gpus < world:
+        raise ArgumentError(
+            f"TP {tp} x PP {pp} x DP {dp} needs {world} GPUs, only {num_gpus} given"
+        )
+    gpus = GPUSet(gpu=gpu, count=num_gpus, free_gib_override=request.free_gib, source=gpu_source)
+
+    from servefit.engines.sglang.common import check_heads_divisible
+
+    attn_tp = tp // dp if args.get("enable_dp_attention") else tp
+    check_heads_divisible(model, attn_tp)
+    resolved = profile.resolve_args(model, gpus, args, dict(request.env))
+    memory = memory_inputs(model, gpus, resolved.values, request)
+    sizing = profile.size_pools(model, gpus, resolved, memory)
+
+    error = resolved.error or sizing.error
+    warnings = list(request.warnings) + list(resolved.warnings) + list(sizing.warnings)
+    if engine_ref.note:
+        warnings.insert(0, engine_ref.note)
+    return Plan(
+        engine=engine_ref,
+        model=ModelRef(
+            name=model.name,
+            architecture=model.architecture,
+            source=model.source,
+            layers=model.kind_counts(),
+            dtype=model.dtype,
+            quantization=model.quant.method,
+            params_billion=round(model.params.total / 1e9, 3),
+        ),
+        hardware=HardwareRef(
+            gpu=gpu.name,
+            num_gpus=num_gpus,
+            memory_mib=gpu.memory_mib,
+            tp_size=tp,
+            pp_size=pp,
+            dp_size=dp,
+            ep_size=ep,
+            source=gpu_source,
+        ),
+        verdict="fail" if error else "ok",
+        error=error,
+        error_consumer=None if resolved.error else sizing.error_consumer,
+        error_detail=None if resolved.error else sizing.error_detail,
+        calibrated=memory.calibrated,
+        resolved_args=_public_args(resolved.values),
+        user_args=args,
+        changes=list(resolved.changes),
+        per_rank=sizing.per_rank,
+        pools=sizing.pools,
+        consumers=list(sizing.consumers),
+        log_lines=list(resolved.log_lines) + list(sizing.log_lines),
+        warnings=warnings,
+    )
+
+
+def memory_inputs(
+    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], request: PlanRequest
+) -> MemoryInputs:
+    """Pre-load free memory and weights per rank: measured (calibrated) or modelled."""
+    from servefit.model.weights import weights_per_rank
+
+    tp, pp = int(v.get("tp_size") or 1), int(v.get("pp_size") or 1)
+    ep = int(v.get("ep_size") or 1)
+    w = weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True)
+    spec = v.get("speculative_algorithm") in ("EAGLE", "EAGLE3", "STANDALONE")
+    draft = w.draft_gib if spec and not v.get("speculative_draft_model_path") else 0.0
+    total = gpus.gpu.memory_mib / 1024
+    if request.measured_free_before_gib is not None:
+        pre = request.measured_free_before_gib
+    elif gpus.free_gib_override is not None:
+        pre = gpus.free_gib_override
+    else:
+        from servefit.hardware.preload import pre_load_free_gib
+
+        pre = pre_load_free_gib(gpus.gpu, world_size=tp * pp, tp=tp, engine="sglang")
+    weights = (
+        request.measured_weights_gib if request.measured_weights_gib is not None else w.target_gib
+    )
+    for name, val in (
+        ("--measured-free-before-gib", request.measured_free_before_gib),
+        ("--free-gib", request.free_gib),
+        ("--measured-weights-gib", request.measured_weights_gib),
+    ):
+        if val is not None and val <= 0:
+            raise HardwareError(f"{name} must be positive, got {val}")
+    if pre > total + 1e-6:
+        raise HardwareError(
+            f"free memory before weights ({pre:.2f} GiB) exceeds the GPU's {total:.2f} GiB"
+        )
+    calibrated = (
+        request.measured_free_before_gib is not None and request.measured_weights_gib is not None
+    )
+    return MemoryInputs(
+        total_gib=total,
+        pre_load_free_gib=pre,
+        weights_gib=weights,
+        draft_weights_gib=draft,
+        calibrated=calibrated,
+    )
+
+
+_HIDDEN = {"cuda_graph_bs"}
+
+
+def _public_args(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in sorted(values.items()) if k not in _HIDDEN and not k.startswith("_")}
+
+
+def with_args(request: PlanRequest, **changes: Any) -> PlanRequest:
+    """A copy of `request` with some engine args replaced (None removes the arg)."""
+    args = dict(request.args)
+    for k, v in changes.items():
+        if v is None:
+            args.pop(k, None)
+        else:
+            args[k] = v
+    return replace(request, args=args)

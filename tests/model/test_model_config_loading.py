@@ -1,0 +1,122 @@
+"""load_config: local files, checkpoint dirs, catalog ids, the Hub fallback, bad JSON."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import math
+import sys
+import types
+
+import pytest
+
+from servefit.errors import ConfigError
+from servefit.model.config import load_config
+from servefit.model.inventory import load_model
+
+SHARED = "/work/shared/model-configs"
+
+
+def test_local_file(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({"model_type": "llama"}))
+    cfg, source = load_config(str(p))
+    assert cfg == {"model_type": "llama"}
+    assert source == str(p.resolve())
+
+
+def test_checkpoint_dir(tmp_path):
+    (tmp_path / "config.json").write_text('{"a": 1}')
+    cfg, source = load_config(str(tmp_path))
+    assert cfg == {"a": 1} and source == str(tmp_path.resolve())
+
+
+def test_dir_without_config(tmp_path):
+    with pytest.raises(ConfigError, match="has no config.json"):
+        load_config(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "ref", ["Qwen/Qwen3.6-27B", "qwen/qwen3.6-27b", "Qwen__Qwen3.6-27B", "Qwen__Qwen3.6-27B.json"]
+)
+def test_catalog_ids_case_insensitive_and_file_form(ref):
+    cfg, source = load_config(ref)
+    assert source == "catalog:Qwen/Qwen3.6-27B"
+    assert "quantization_config" not in cfg  # the bf16 derivative of the NVFP4 config
+    assert cfg["text_config"]["num_hidden_layers"] == 64
+
+
+def test_infinity_and_nan_tokens_parse(tmp_path):
+    # Official Nemotron-H configs contain the bare token Infinity (SOURCES.md note).
+    cfg, _ = load_config(f"{SHARED}/nvidia__Nemotron-H-56B-Base-8K.json")
+    assert cfg["time_step_limit"][1] == math.inf
+    p = tmp_path / "c.json"
+    p.write_text('{"x": NaN, "y": -Infinity}')
+    cfg, _ = load_config(str(p))
+    assert math.isnan(cfg["x"]) and cfg["y"] == -math.inf
+
+
+def test_malformed_json_names_file_and_position(tmp_path):
+    p = tmp_path / "broken.json"
+    p.write_text('{\n  "hidden_size": 4096,\n  "num_layers": \n}')
+    with pytest.raises(ConfigError) as err:
+        load_config(str(p))
+    msg = str(err.value)
+    assert "broken.json" in msg and "line 4 column 1" in msg
+
+
+def test_top_level_must_be_object(tmp_path):
+    p = tmp_path / "list.json"
+    p.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="expected a JSON object"):
+        load_config(str(p))
+
+
+def test_missing_local_json_is_not_sent_to_the_hub():
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config("does/not/exist.json")
+
+
+def test_hub_without_huggingface_hub(monkeypatch):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name == "huggingface_hub":
+            raise ImportError("no module")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(ConfigError) as err:
+        load_config("some-org/some-model-that-is-not-bundled")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert "servefit models" in msg and "local config.json" in msg
+    assert "not installed" in msg
+
+
+def test_hub_offline(monkeypatch):
+    def offline(repo_id, filename):
+        raise OSError("network unreachable")
+
+    fake = types.ModuleType("huggingface_hub")
+    fake.hf_hub_download = offline
+    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+    with pytest.raises(ConfigError) as err:
+        load_config("some-org/some-model")
+    assert "\n" not in str(err.value) and "servefit models" in str(err.value)
+
+
+def test_hub_download_success(monkeypatch, tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text('{"hidden_size": 1}')
+    fake = types.ModuleType("huggingface_hub")
+    fake.hf_hub_download = lambda repo_id, filename: str(p)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+    cfg, source = load_config("some-org/some-model")
+    assert cfg == {"hidden_size": 1} and source == "hub:some-org/some-model"
+
+
+def test_load_model_names_catalog_entries():
+    spec = load_model("qwen/qwen3.5-27b")
+    assert spec.name == "Qwen/Qwen3.5-27B"
+    assert spec.source == "catalog:Qwen/Qwen3.5-27B"
