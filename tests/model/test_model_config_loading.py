@@ -10,11 +10,10 @@ import types
 
 import pytest
 
+from servefit import catalog
 from servefit.errors import ConfigError
 from servefit.model.config import load_config
 from servefit.model.inventory import load_model
-
-SHARED = "/work/shared/model-configs"
 
 
 def test_local_file(tmp_path):
@@ -48,7 +47,7 @@ def test_catalog_ids_case_insensitive_and_file_form(ref):
 
 def test_infinity_and_nan_tokens_parse(tmp_path):
     # Official Nemotron-H configs contain the bare token Infinity (SOURCES.md note).
-    cfg, _ = load_config(f"{SHARED}/nvidia__Nemotron-H-56B-Base-8K.json")
+    cfg, _ = load_config(str(catalog.find("nvidia/Nemotron-H-56B-Base-8K")))
     assert cfg["time_step_limit"][1] == math.inf
     p = tmp_path / "c.json"
     p.write_text('{"x": NaN, "y": -Infinity}')
@@ -95,7 +94,7 @@ def test_hub_without_huggingface_hub(monkeypatch):
 
 
 def test_hub_offline(monkeypatch):
-    def offline(repo_id, filename):
+    def offline(repo_id, filename, **kwargs):
         raise OSError("network unreachable")
 
     fake = types.ModuleType("huggingface_hub")
@@ -106,12 +105,35 @@ def test_hub_offline(monkeypatch):
     assert "\n" not in str(err.value) and "servefit models" in str(err.value)
 
 
+def test_hub_unreachable_fails_fast(monkeypatch):
+    calls = []
+
+    def download(repo_id, filename, local_files_only=False):
+        calls.append(local_files_only)
+        raise FileNotFoundError(filename)
+
+    fake = types.ModuleType("huggingface_hub")
+    fake.hf_hub_download = download
+    monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+    monkeypatch.setattr("servefit.model.config.hub_reachable", lambda host, timeout=3.0: False)
+    with pytest.raises(ConfigError, match="unreachable"):
+        load_config("some-org/some-model")
+    assert calls == [True]  # only the cache was asked; no retrying download
+
+
 def test_hub_download_success(monkeypatch, tmp_path):
     p = tmp_path / "config.json"
     p.write_text('{"hidden_size": 1}')
+
+    def download(repo_id, filename, local_files_only=False):
+        if local_files_only:  # first call: the local cache, empty here
+            raise FileNotFoundError(filename)
+        return str(p)
+
     fake = types.ModuleType("huggingface_hub")
-    fake.hf_hub_download = lambda repo_id, filename: str(p)
+    fake.hf_hub_download = download
     monkeypatch.setitem(sys.modules, "huggingface_hub", fake)
+    monkeypatch.setattr("servefit.model.config.hub_reachable", lambda host, timeout=3.0: True)
     cfg, source = load_config("some-org/some-model")
     assert cfg == {"hidden_size": 1} and source == "hub:some-org/some-model"
 

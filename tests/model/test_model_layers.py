@@ -37,17 +37,33 @@ EXPECTED = {
     "nvidia/Qwen3.6-27B-NVFP4": {GDN: 48, FULL: 16, MLP: 64},
     "Qwen/Qwen3.6-27B": {GDN: 48, FULL: 16, MLP: 64},
     "nvidia/Qwen3.6-35B-A3B-NVFP4": {GDN: 30, FULL: 10, "moe": 40},
-    "Qwen/Qwen3-Next-80B-A3B-Thinking": {GDN: 36, FULL: 12, "moe": 48},  # "48 layers -> 36 lin + 12 full"
+    "Qwen/Qwen3-Next-80B-A3B-Thinking": {
+        GDN: 36,
+        FULL: 12,
+        "moe": 48,
+    },  # "48 layers -> 36 lin + 12 full"
     "nvidia/Nemotron-H-56B-Base-8K": {"mamba2": 54, FULL: 10, MLP: 54},  # "54 M / 10 * / 54 -"
-    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": {"mamba2": 23, FULL: 6, "moe": 23},  # 23 M / 6 * / 23 E
-    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": {"mamba2": 40, FULL: 8, "moe": 40},  # 40 M / 8 * / 40 E
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": {
+        "mamba2": 23,
+        FULL: 6,
+        "moe": 23,
+    },  # 23 M / 6 * / 23 E
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": {
+        "mamba2": 40,
+        FULL: 8,
+        "moe": 40,
+    },  # 40 M / 8 * / 40 E
     # "108 entries: 48 mamba / 48 moe / 12 attention", no num_hidden_layers
     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": {"mamba2": 48, FULL: 12, "moe": 48},
     # "93 layers ... 69 KDA layers + 24 full MLA layers"; first_k_dense_replace 1 -> 1 dense MLP
     "moonshotai/Kimi-K3": {"kda": 69, "mla": 24, MLP: 1, "moe": 92},
     # "80 layers: 70 x 0 = lightning, 10 x 1 = softmax"
     "MiniMaxAI/MiniMax-M1": {"lightning": 70, FULL: 10, "moe": 80},
-    "LiquidAI/LFM2.5-VL-1.6B": {"short_conv": 10, FULL: 6, MLP: 16},  # "16 layers = 10 conv + 6 full"
+    "LiquidAI/LFM2.5-VL-1.6B": {
+        "short_conv": 10,
+        FULL: 6,
+        MLP: 16,
+    },  # "16 layers = 10 conv + 6 full"
     "meta-llama/Meta-Llama-3.1-8B": {FULL: 32, MLP: 32},
     "meta-llama/Meta-Llama-3.1-70B": {FULL: 80, MLP: 80},
     "Qwen/Qwen3-8B": {FULL: 36, MLP: 36},
@@ -97,11 +113,23 @@ def test_qwen3_next_uses_interval_without_layer_types():
 
 def test_interval_wins_over_layer_types():
     # sglang/srt/configs/qwen3_next.py:layers_block_type ignores layer_types.
-    cfg = {"model_type": "qwen3_next", "hidden_size": 64, "num_hidden_layers": 4, "vocab_size": 10,
-           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
-           "max_position_embeddings": 128, "intermediate_size": 32, "full_attention_interval": 2,
-           "layer_types": ["full_attention"] * 4, "linear_num_key_heads": 2,
-           "linear_num_value_heads": 2, "linear_key_head_dim": 16, "linear_value_head_dim": 16}
+    cfg = {
+        "model_type": "qwen3_next",
+        "hidden_size": 64,
+        "num_hidden_layers": 4,
+        "vocab_size": 10,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "max_position_embeddings": 128,
+        "intermediate_size": 32,
+        "full_attention_interval": 2,
+        "layer_types": ["full_attention"] * 4,
+        "linear_num_key_heads": 2,
+        "linear_num_value_heads": 2,
+        "linear_key_head_dim": 16,
+        "linear_value_head_dim": 16,
+    }
     m = build_model_spec(cfg, name="t", source="t")
     assert m.attention_layer_ids == (1, 3) and m.recurrent_layer_ids == (0, 2)
 
@@ -165,8 +193,11 @@ def test_deepseek_mla_and_moe_rules():
 
 def test_transformers_defaults_families():
     """Families with only library-default configs (not real models): parsers still work."""
-    f = {e.id.split("/")[1]: load_model(e.id) for e in catalog.list_entries(kinds=("defaults",))
-         if not e.error}
+    f = {
+        e.id.split("/")[1]: load_model(e.id)
+        for e in catalog.list_entries(kinds=("defaults",))
+        if not e.error
+    }
     falcon = f["falcon_h1"]  # every layer both attention and Mamba2 (configs/falcon_h1.py)
     assert falcon.attention_layer_ids == falcon.recurrent_layer_ids == tuple(range(32))
     assert falcon.first_recurrent() == Mamba2(128, 8, 1, 256, 4, 1024)  # mamba_d_ssm 1024

@@ -38,7 +38,13 @@ PUBLISHED = [
     ("openai/gpt-oss-20b", "total", 20.9 * B, 0.01, "model card: 21B (20.9B)"),
     ("openai/gpt-oss-120b", "total", 116.8 * B, 0.01, "model card: 117B (116.8B)"),
     ("MiniMaxAI/MiniMax-M1", "total", 456 * B, 0.01, "model card: 456B"),
-    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "total", 31.6 * B, 0.01, "model card: 31.6B total"),
+    (
+        "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "total",
+        31.6 * B,
+        0.01,
+        "model card: 31.6B total",
+    ),
     ("nvidia/Nemotron-H-56B-Base-8K", "total", 56 * B, 0.025, "name: 56B"),
     ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "noMTP", 120 * B, 0.025, "name: 120B"),
     ("nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "noMTP", 550 * B, 0.025, "name: 550B"),
@@ -91,14 +97,34 @@ def test_vision_estimate_qwen35():
     # per block 4*1152 (2 LayerNorms) + 3*1152*1152 + 3*1152 + 1152^2 + 1152 + 2*1152*4304 + 4304
     #   + 1152 = 15,239,504; patch embed 3*2*16*16*1152 + 1152; pos 2304*1152;
     # merger LN 2*1152 + 4608^2 + 4608 + 4608*5120 + 5120
-    block = 4 * 1152 + 3 * 1152 * 1152 + 3 * 1152 + 1152 * 1152 + 1152 + 2 * 1152 * 4304 + 4304 + 1152
+    block = (
+        4 * 1152 + 3 * 1152 * 1152 + 3 * 1152 + 1152 * 1152 + 1152 + 2 * 1152 * 4304 + 4304 + 1152
+    )
     assert block == 15_239_504
-    expected = 27 * block + (1536 * 1152 + 1152) + 2304 * 1152 + (2 * 1152 + 4608**2 + 4608 + 4608 * 5120 + 5120)
+    expected = (
+        27 * block
+        + (1536 * 1152 + 1152)
+        + 2304 * 1152
+        + (2 * 1152 + 4608**2 + 4608 + 4608 * 5120 + 5120)
+    )
     assert load_model("Qwen/Qwen3.5-27B").params.vision == expected
 
 
 def test_every_tensor_has_a_known_part_and_positive_size():
-    for model_id in ("Qwen/Qwen3.5-35B-A3B", "moonshotai/Kimi-K3", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"):
+    for model_id in (
+        "Qwen/Qwen3.5-35B-A3B",
+        "moonshotai/Kimi-K3",
+        "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
+    ):
         for t in tensors(load_model(model_id)):
             assert t.numel > 0, t
             assert t.shard in ("col", "row", "rep", "vocab", "kv", "groups"), t
+
+
+def test_count_params_accepts_a_config_dict():
+    from servefit import catalog
+    from servefit.model.config import read_json
+    from servefit.model.params import count_params
+
+    cfg = read_json(catalog.find("Qwen/Qwen3-8B"))
+    assert count_params(cfg) == load_model("Qwen/Qwen3-8B").params

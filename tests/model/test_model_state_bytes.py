@@ -13,11 +13,16 @@ MiB = 1 << 20
 
 
 def state_per_request(model, tp: int, conv_bytes: int = 2, ssm_bytes: int = 4) -> int:
-    return sum(model.mixer(i).state_shapes(tp).bytes(conv_bytes, ssm_bytes) for i in model.recurrent_layer_ids)
+    return sum(
+        model.mixer(i).state_shapes(tp).bytes(conv_bytes, ssm_bytes)
+        for i in model.recurrent_layer_ids
+    )
 
 
 def kv_per_token(model, tp: int, dtype_bytes: int = 2) -> int:
-    return sum(model.mixer(i).kv_elems_per_token(tp) * dtype_bytes for i in model.attention_layer_ids)
+    return sum(
+        model.mixer(i).kv_elems_per_token(tp) * dtype_bytes for i in model.attention_layer_ids
+    )
 
 
 def test_qwen3_next_state_table():

@@ -11,12 +11,12 @@ import copy
 
 import pytest
 
+from servefit import catalog
 from servefit.errors import ArgumentError
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec, load_model
 from servefit.model.weights import GiB, padded_vocab, pp_indices, weights_per_rank
 
-CONFIGS = "/work/shared/model-configs"
 TOL = 0.015
 
 # Qwen3.8-27B-FP8 is the Qwen3_5ForConditionalGeneration architecture (case notes), so we take
@@ -29,13 +29,18 @@ QWEN_FP8 = {
     "fmt": "e4m3",
     "activation_scheme": "dynamic",
     "weight_block_size": [128, 128],
-    "modules_to_not_convert": ["lm_head", "model.visual", "mtp", "linear_attn.in_proj_a",
-                               "linear_attn.in_proj_b"],
+    "modules_to_not_convert": [
+        "lm_head",
+        "model.visual",
+        "mtp",
+        "linear_attn.in_proj_a",
+        "linear_attn.in_proj_b",
+    ],
 }
 
 
 def _spec(file: str, quant: dict | None = None, drop_quant: bool = False):
-    cfg = copy.deepcopy(read_json(__import__("pathlib").Path(f"{CONFIGS}/{file}")))
+    cfg = copy.deepcopy(read_json(catalog.DATA / file))  # bundled copies of shared/model-configs
     if drop_quant:
         cfg.pop("quantization_config", None)
     if quant is not None:
@@ -105,9 +110,17 @@ def test_vllm_llama31_70b_w8a8():
     # vllm_v1_llama31_70b_w8a8_1gpu_pr12569.txt line 7: "Loading model weights took 67.7229 GB".
     # ASSUMED config: neuralmagic's compressed-tensors W8A8 (int8 per-channel weights, lm_head
     # ignored). Predicted 67.679 GiB (-0.06%).
-    w8a8 = {"quant_method": "compressed-tensors", "format": "int-quantized", "ignore": ["lm_head"],
-            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
-                "num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True}}}}
+    w8a8 = {
+        "quant_method": "compressed-tensors",
+        "format": "int-quantized",
+        "ignore": ["lm_head"],
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": True},
+            }
+        },
+    }
     w = weights_per_rank(_spec("meta-llama__Meta-Llama-3.1-70B.json", w8a8))
     assert abs(_gap(w.gib, 67.7229)) < TOL
 
@@ -119,11 +132,24 @@ def test_vllm_qwen36_35b_nvfp4_redhat():
     # vision, MTP and lm_head. Predicted 21.73 GiB (-0.6%). The same assumption reproduces line
     # 13 "Checkpoint size: 23.32 GiB" once the bf16 MTP layer is added. (Quantizing linear_attn
     # too would give 20.38 GiB, -6.8%; NVIDIA's modelopt recipe gives 20.23 GiB.)
-    rh = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
-          "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
-              "num_bits": 4, "type": "float", "group_size": 16}}},
-          "ignore": ["lm_head", "re:.*mlp.gate$", "re:.*mlp.shared_expert_gate$", "re:.*visual.*",
-                     "re:.*mtp.*", "re:.*linear_attn.*"]}
+    rh = {
+        "quant_method": "compressed-tensors",
+        "format": "nvfp4-pack-quantized",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {"num_bits": 4, "type": "float", "group_size": 16},
+            }
+        },
+        "ignore": [
+            "lm_head",
+            "re:.*mlp.gate$",
+            "re:.*mlp.shared_expert_gate$",
+            "re:.*visual.*",
+            "re:.*mtp.*",
+            "re:.*linear_attn.*",
+        ],
+    }
     m = _spec("Qwen__Qwen3.6-35B-A3B.json", rh)
     assert abs(_gap(weights_per_rank(m).gib, 21.86)) < TOL
     assert abs(_gap(weights_per_rank(m, include_mtp=True).gib, 23.32)) < TOL
@@ -135,9 +161,20 @@ def test_sglang_qwen35_35b_autoround_int4():
     # ASSUMED Intel AutoRound config: int4 sym, group 128, GDN mixers (linear_attn), routers,
     # shared-expert gate, vision and MTP kept in 16 bit. Predicted 20.31 GiB (-0.6%); quantizing
     # linear_attn as well would give 18.91 GiB (-7.5%).
-    ar = {"quant_method": "auto-round", "bits": 4, "group_size": 128, "sym": True,
-          "packing_format": "auto_round:auto_gptq",
-          "modules_to_not_convert": ["linear_attn", "shared_expert_gate", "mlp.gate", "visual", "mtp"]}
+    ar = {
+        "quant_method": "auto-round",
+        "bits": 4,
+        "group_size": 128,
+        "sym": True,
+        "packing_format": "auto_round:auto_gptq",
+        "modules_to_not_convert": [
+            "linear_attn",
+            "shared_expert_gate",
+            "mlp.gate",
+            "visual",
+            "mtp",
+        ],
+    }
     w = weights_per_rank(_spec("Qwen__Qwen3.5-35B-A3B.json", ar))
     assert abs(_gap(w.gib, 20.44)) < TOL
 
@@ -186,7 +223,11 @@ def test_kv_heads_replicated_beyond_their_count():
     k = next(t for t in tensors(m) if t.name.endswith("k_proj"))
     pol = QuantPolicy(m.quant)
     assert tensor_bytes(k, pol, "bfloat16", tp=1) == 2 * 256 * 2048 * 2
-    assert tensor_bytes(k, pol, "bfloat16", tp=2) == tensor_bytes(k, pol, "bfloat16", tp=4) == 256 * 2048 * 2
+    assert (
+        tensor_bytes(k, pol, "bfloat16", tp=2)
+        == tensor_bytes(k, pol, "bfloat16", tp=4)
+        == 256 * 2048 * 2
+    )
 
 
 def test_expert_parallel_splits_experts():

@@ -90,6 +90,15 @@ def list_entries(kinds: tuple[str, ...] = ("real", "derived")) -> list[CatalogEn
         except ServefitError as exc:
             out.append(CatalogEntry(e.id, e.file, e.kind, e.provenance, error=str(exc)))
             continue
-        out.append(CatalogEntry(e.id, e.file, e.kind, e.provenance, spec.architecture,
-                                spec.kind_counts(), round(spec.params.total / 1e9, 2)))
+        out.append(
+            CatalogEntry(
+                e.id,
+                e.file,
+                e.kind,
+                e.provenance,
+                spec.architecture,
+                spec.kind_counts(),
+                round(spec.params.total / 1e9, 2),
+            )
+        )
     return out

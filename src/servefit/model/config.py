@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from servefit.errors import ConfigError
 
@@ -67,6 +70,15 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
     return _from_hub(ref), f"hub:{ref}"
 
 
+def hub_reachable(host: str, timeout: float = 3.0) -> bool:
+    """A quick TCP probe of the Hub's host (no request is sent)."""
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
 def _from_hub(repo_id: str) -> dict[str, Any]:
     hint = (
         f"cannot fetch {repo_id}/config.json from the Hugging Face Hub ({{why}}); "
@@ -76,9 +88,19 @@ def _from_hub(repo_id: str) -> dict[str, Any]:
         from huggingface_hub import hf_hub_download
     except ImportError:
         raise ConfigError(hint.format(why="huggingface_hub is not installed")) from None
+    try:  # a copy already in the local Hub cache needs no network
+        return read_json(Path(hf_hub_download(repo_id, "config.json", local_files_only=True)))
+    except Exception:  # noqa: BLE001 - not cached (or unreadable): go online below
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        raise ConfigError(hint.format(why="HF_HUB_OFFLINE is set and it is not in the local cache"))
+    # huggingface_hub retries a dead network for ~30 s; a 3 s probe tells "offline" at once.
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    if not hub_reachable(host):
+        raise ConfigError(hint.format(why=f"offline: {host} is unreachable"))
     try:
         local = hf_hub_download(repo_id, "config.json")
-    except Exception as exc:  # network, auth, missing repo: all one clear line
+    except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: all one clear line
         why = type(exc).__name__
         raise ConfigError(hint.format(why=why)) from None
     return read_json(Path(local))

@@ -140,7 +140,9 @@ class Fields:
         key = self.first_key(*keys) or keys[0]
         for v in items:
             if not isinstance(v, str):
-                raise ConfigError(f"config field {self._name(key)} must list strings, got {v!r:.60}")
+                raise ConfigError(
+                    f"config field {self._name(key)} must list strings, got {v!r:.60}"
+                )
         return items
 
     def dict(self, *keys: str) -> dict[str, Any] | None:
@@ -149,5 +151,7 @@ class Fields:
             return None
         value = self.data[key]
         if not isinstance(value, dict):
-            raise ConfigError(f"config field {self._name(key)} must be an object, got {value!r:.60}")
+            raise ConfigError(
+                f"config field {self._name(key)} must be an object, got {value!r:.60}"
+            )
         return value

@@ -19,7 +19,7 @@ from typing import Any
 
 from servefit.errors import ConfigError, ServefitError, UnsupportedModelError
 from servefit.model.fields import Fields
-from servefit.model.layer_plan import LayerKind, layer_plan
+from servefit.model.layer_plan import layer_plan
 from servefit.model.layers import (
     KDA,
     MLA,
@@ -37,9 +37,14 @@ from servefit.model.quant import parse_quant
 from servefit.model.spec import ModelSpec
 
 _DTYPES = {
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float16": "float16", "fp16": "float16", "half": "float16",
-    "float32": "float32", "fp32": "float32", "float": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
 }
 # transformers defaults for tie_word_embeddings when a config omits the key.
 _TIED_BY_DEFAULT = ("lfm2", "lfm2_moe", "lfm2_vl", "zamba2", "gemma", "gemma2", "gemma3_text")
@@ -76,7 +81,9 @@ def _dtype(top: Fields, text: Fields) -> str:
     if raw is None or raw == "auto":
         return "bfloat16"
     if not isinstance(raw, str) or raw.removeprefix("torch.") not in _DTYPES:
-        raise ConfigError(f"unsupported dtype {raw!r:.40} in config (expected bfloat16/float16/float32)")
+        raise ConfigError(
+            f"unsupported dtype {raw!r:.40} in config (expected bfloat16/float16/float32)"
+        )
     return _DTYPES[raw.removeprefix("torch.")]
 
 
@@ -115,19 +122,37 @@ def _mamba(t: Fields, model_type: str, hidden: int) -> Mamba2:
     """Mamba2 shapes; field names differ per family (see sglang/srt/configs/*.py)."""
     if t.has("mamba_num_heads"):  # Nemotron-H (configs/nemotron_h.py:mamba2_cache_params)
         heads, hd = t.int("mamba_num_heads"), t.int("mamba_head_dim")
-        return Mamba2(heads, hd, t.int("n_groups", default=1), t.int("ssm_state_size"),
-                      t.int("conv_kernel", default=4), heads * hd)
+        return Mamba2(
+            heads,
+            hd,
+            t.int("n_groups", default=1),
+            t.int("ssm_state_size"),
+            t.int("conv_kernel", default=4),
+            heads * hd,
+        )
     if t.has("mamba_n_heads"):  # Granite-4.0-H, Bamba, Falcon-H1
         heads = t.int("mamba_n_heads")
         inter = t.int("mamba_d_ssm", default=0) or t.int("mamba_expand", default=2) * hidden
         d_head = t.get("mamba_d_head")
         hd = inter // heads if d_head in (None, "auto") else t.int("mamba_d_head")
-        return Mamba2(heads, hd, t.int("mamba_n_groups", default=1), t.int("mamba_d_state"),
-                      t.int("mamba_d_conv", default=4), inter)
+        return Mamba2(
+            heads,
+            hd,
+            t.int("mamba_n_groups", default=1),
+            t.int("mamba_d_state"),
+            t.int("mamba_d_conv", default=4),
+            inter,
+        )
     if t.has("n_mamba_heads"):  # Zamba2
         inter = t.int("mamba_expand", default=2) * hidden
-        return Mamba2(t.int("n_mamba_heads"), t.int("mamba_headdim"), t.int("mamba_ngroups", default=1),
-                      t.int("mamba_d_state"), t.int("mamba_d_conv", default=4), inter)
+        return Mamba2(
+            t.int("n_mamba_heads"),
+            t.int("mamba_headdim"),
+            t.int("mamba_ngroups", default=1),
+            t.int("mamba_d_state"),
+            t.int("mamba_d_conv", default=4),
+            inter,
+        )
     if t.has("mamba_d_state") and not t.has("mamba_d_head", "mamba_headdim"):
         # Mamba-1 (Jamba): conv (intermediate, K-1), temporal (intermediate, 1, state) -- the
         # Mamba2 shape with head_dim 1 and no groups gives exactly that
@@ -136,8 +161,14 @@ def _mamba(t: Fields, model_type: str, hidden: int) -> Mamba2:
         return Mamba2(inter, 1, 0, t.int("mamba_d_state"), t.int("mamba_d_conv", default=4), inter)
     if t.has("state_size", "num_heads"):  # plain Mamba2 LM
         heads = t.int("num_heads")
-        return Mamba2(heads, t.int("head_dim"), t.int("n_groups", default=1), t.int("state_size"),
-                      t.int("conv_kernel", default=4), t.int("expand", default=2) * hidden)
+        return Mamba2(
+            heads,
+            t.int("head_dim"),
+            t.int("n_groups", default=1),
+            t.int("state_size"),
+            t.int("conv_kernel", default=4),
+            t.int("expand", default=2) * hidden,
+        )
     raise UnsupportedModelError(
         f"{model_type or 'config'} has Mamba layers but no mamba_num_heads / mamba_n_heads / "
         "mamba_d_state fields"
@@ -148,8 +179,14 @@ def _kda(t: Fields) -> KDA:
     lac = t.dict("linear_attn_config")
     if lac is not None:
         f = Fields(lac, "linear_attn_config")
-        return KDA(f.int("num_heads"), f.int("head_dim"), f.int("short_conv_kernel_size", default=4))
-    return KDA(t.int("linear_num_heads"), t.int("linear_head_dim"), t.int("linear_conv_kernel_dim", default=4))
+        return KDA(
+            f.int("num_heads"), f.int("head_dim"), f.int("short_conv_kernel_size", default=4)
+        )
+    return KDA(
+        t.int("linear_num_heads"),
+        t.int("linear_head_dim"),
+        t.int("linear_conv_kernel_dim", default=4),
+    )
 
 
 def _gdn(t: Fields) -> GatedDeltaNet:
@@ -265,8 +302,12 @@ class _FfnRules:
         if self._moe is None:
             t = self.t
             if self.experts <= 0:
-                raise UnsupportedModelError("config has MoE layers but no num_experts / n_routed_experts")
-            top_k = t.int("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk")
+                raise UnsupportedModelError(
+                    "config has MoE layers but no num_experts / n_routed_experts"
+                )
+            top_k = t.int(
+                "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"
+            )
             n_shared, shared_size = _shared(t)
             self._moe = MoE(
                 num_experts=self.experts,
@@ -350,11 +391,22 @@ def _build(config: dict[str, Any], name: str, source: str) -> ModelSpec:
     arch = _architecture(top, text)
     model_type = text.str("model_type") or top.str("model_type")
     hidden = _hidden(text)
-    vocab = text.int("vocab_size", "padded_vocab_size") if text.has("vocab_size", "padded_vocab_size") else top.int("vocab_size")
+    vocab = (
+        text.int("vocab_size", "padded_vocab_size")
+        if text.has("vocab_size", "padded_vocab_size")
+        else top.int("vocab_size")
+    )
     # sglang/srt/utils/hf_transformers/common.py:get_context_length falls back to 2048 when a
     # config has no length key (pure Mamba configs); rope scaling is the engines' business.
-    max_pos = text.int("max_position_embeddings", "max_sequence_length", "seq_length",
-                       "max_seq_len", "model_max_length", "n_positions", default=2048)
+    max_pos = text.int(
+        "max_position_embeddings",
+        "max_sequence_length",
+        "seq_length",
+        "max_seq_len",
+        "model_max_length",
+        "n_positions",
+        default=2048,
+    )
     kinds, _ = layer_plan(text, model_type)
     mixers = _MixerFactory(text, model_type, hidden)
     ffns = _FfnRules(text, model_type)
@@ -400,8 +452,16 @@ def build_model_spec(config: dict[str, Any], *, name: str, source: str) -> Model
         return _build(config, name, source)
     except ServefitError:
         raise
-    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError, OverflowError,
-            IndexError, RecursionError) as exc:
+    except (
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        ZeroDivisionError,
+        OverflowError,
+        IndexError,
+        RecursionError,
+    ) as exc:
         # Any shape of config we did not anticipate must still fail as a config error.
         raise ConfigError(f"cannot interpret config: {type(exc).__name__}: {exc}"[:300]) from None
 
@@ -418,6 +478,11 @@ def load_model(ref: str) -> ModelSpec:
         name = source.removeprefix("hub:")
     else:
         name_or_path = config.get("_name_or_path")
-        if isinstance(name_or_path, str) and name_or_path and "/" in name_or_path and not name_or_path.startswith("/"):
+        if (
+            isinstance(name_or_path, str)
+            and name_or_path
+            and "/" in name_or_path
+            and not name_or_path.startswith("/")
+        ):
             name = name_or_path
     return build_model_spec(config, name=name, source=source)

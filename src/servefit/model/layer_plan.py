@@ -39,8 +39,14 @@ class LayerKind:
 
 GDN_FAMILIES = ("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text")
 MAMBA_KEYS = (
-    "mamba_num_heads", "mamba_n_heads", "n_mamba_heads", "mamba_d_state", "ssm_state_size",
-    "mamba_d_conv", "mamba_expand", "state_size",
+    "mamba_num_heads",
+    "mamba_n_heads",
+    "n_mamba_heads",
+    "mamba_d_state",
+    "ssm_state_size",
+    "mamba_d_conv",
+    "mamba_expand",
+    "state_size",
 )
 
 
@@ -49,11 +55,11 @@ def attention_kind(t: Fields, model_type: str) -> str:
     if t.has("kv_lora_rank"):
         return "mla"
     window = t.get("sliding_window")
-    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-        # Qwen2-style configs carry a window but disable it with use_sliding_window: false.
-        if t.bool("use_sliding_window", default=True) and model_type not in ("gpt_oss",):
-            return "swa"
-    return "attn"
+    has_window = isinstance(window, int) and not isinstance(window, bool) and window > 0
+    # Qwen2-style configs carry a window but disable it with use_sliding_window: false;
+    # gpt-oss marks its sliding layers in layer_types instead.
+    enabled = t.bool("use_sliding_window", default=True) and model_type != "gpt_oss"
+    return "swa" if has_window and enabled else "attn"
 
 
 def linear_kind(t: Fields, model_type: str) -> str:
@@ -91,8 +97,12 @@ def _require_layers(t: Fields) -> int:
     return n
 
 
-_NEMOTRON_CHARS = {"M": LayerKind("mamba", None), "*": LayerKind("attn", None),
-                   "-": LayerKind(None, "mlp"), "E": LayerKind(None, "moe")}
+_NEMOTRON_CHARS = {
+    "M": LayerKind("mamba", None),
+    "*": LayerKind("attn", None),
+    "-": LayerKind(None, "mlp"),
+    "E": LayerKind(None, "moe"),
+}
 
 
 def _from_named(name: str, t: Fields, model_type: str, attn: str) -> LayerKind:
@@ -101,7 +111,13 @@ def _from_named(name: str, t: Fields, model_type: str, attn: str) -> LayerKind:
     block_schema = model_type in ("nemotron_h", "zamba2")  # mixer-or-ffn per entry
     if n in ("full_attention", "attention", "global", "global_attention", "full"):
         return LayerKind(attn, None if block_schema else "auto")
-    if n in ("sliding_attention", "sliding_window", "local", "local_attention", "chunked_attention"):
+    if n in (
+        "sliding_attention",
+        "sliding_window",
+        "local",
+        "local_attention",
+        "chunked_attention",
+    ):
         return LayerKind("swa", "auto")
     if n in ("linear_attention", "linear", "mamba", "mamba2", "ssm", "kda", "deltanet"):
         kind = "mamba" if n in ("mamba", "mamba2", "ssm") else linear_kind(t, model_type)
@@ -156,8 +172,10 @@ def layer_plan(t: Fields, model_type: str) -> tuple[list[LayerKind], str]:
             raise ConfigError("config field layers_block_type is empty")
         if model_type not in ("nemotron_h", "zamba2"):
             _check_len(t, len(blocks), "layers_block_type")
-        return [_from_named(b, t, model_type if model_type == "zamba2" else "nemotron_h", attn)
-                for b in blocks], "layers_block_type"
+        return [
+            _from_named(b, t, model_type if model_type == "zamba2" else "nemotron_h", attn)
+            for b in blocks
+        ], "layers_block_type"
 
     types = t.list("attn_type_list")
     if types is not None:
@@ -216,9 +234,9 @@ def layer_plan(t: Fields, model_type: str) -> tuple[list[LayerKind], str]:
         n = _require_layers(t)
         return [LayerKind("mamba", None) for _ in range(n)], model_type
 
-    if model_type.startswith(("lfm2", "kimi_linear", "nemotron_h", "minimax")) and model_type not in (
-        "minimax_m2",
-    ):
+    if model_type.startswith(
+        ("lfm2", "kimi_linear", "nemotron_h", "minimax")
+    ) and model_type not in ("minimax_m2",):
         raise UnsupportedModelError(
             f"{model_type} config has no layer pattern (layer_types / hybrid_override_pattern / "
             "linear_attn_config / attn_type_list)"

@@ -88,10 +88,22 @@ class _Naming:
             self.root = "model."
             self.embed = "model.embed_tokens"
             self.final_norm = "model.norm"
-        self.mixer = {"mamba2": "mixer" if mt == "nemotron_h" else "mamba", "gated_deltanet": "linear_attn",
-                      "short_conv": "conv"}
-        self.ffn = "mixer" if mt == "nemotron_h" else "feed_forward" if mt.startswith("lfm2") else (
-            "block_sparse_moe" if mt in ("mixtral", "minimax", "minimax_m1", "granitemoehybrid") else "mlp")
+        self.mixer = {
+            "mamba2": "mixer" if mt == "nemotron_h" else "mamba",
+            "gated_deltanet": "linear_attn",
+            "short_conv": "conv",
+        }
+        self.ffn = (
+            "mixer"
+            if mt == "nemotron_h"
+            else "feed_forward"
+            if mt.startswith("lfm2")
+            else (
+                "block_sparse_moe"
+                if mt in ("mixtral", "minimax", "minimax_m1", "granitemoehybrid")
+                else "mlp"
+            )
+        )
 
     def layer(self, i: int) -> str:
         return f"{self.root}layers.{i}"
@@ -113,10 +125,35 @@ def _gqa(m: FullAttention, h: int, p: str, spec: ModelSpec, t: Fields, i: int) -
     a = f"{p}.self_attn"
     out = [
         Tensor(f"{a}.q_proj", "attention", q * gate, h, shard="col", role="linear", layer=i),
-        Tensor(f"{a}.k_proj", "attention", kv, h, shard="kv", role="linear", layer=i, heads=m.num_kv_heads),
-        Tensor(f"{a}.v_proj", "attention", m.num_kv_heads * m.v_head_dim, h, shard="kv", role="linear",
-               layer=i, heads=m.num_kv_heads),
-        Tensor(f"{a}.o_proj", "attention", h, m.num_heads * m.v_head_dim, shard="row", role="linear", layer=i),
+        Tensor(
+            f"{a}.k_proj",
+            "attention",
+            kv,
+            h,
+            shard="kv",
+            role="linear",
+            layer=i,
+            heads=m.num_kv_heads,
+        ),
+        Tensor(
+            f"{a}.v_proj",
+            "attention",
+            m.num_kv_heads * m.v_head_dim,
+            h,
+            shard="kv",
+            role="linear",
+            layer=i,
+            heads=m.num_kv_heads,
+        ),
+        Tensor(
+            f"{a}.o_proj",
+            "attention",
+            h,
+            m.num_heads * m.v_head_dim,
+            shard="row",
+            role="linear",
+            layer=i,
+        ),
     ]
     mt = spec.model_type
     bias = t.bool("attention_bias", default=False)
@@ -129,10 +166,14 @@ def _gqa(m: FullAttention, h: int, p: str, spec: ModelSpec, t: Fields, i: int) -
     if bias:
         out.append(Tensor(f"{a}.o_proj.bias", "attention", h, layer=i))
     if mt.startswith(("qwen3", "lfm2", "olmo")):  # per-head q/k RMSNorm
-        out += [Tensor(f"{a}.q_norm", "attention", m.head_dim, layer=i),
-                Tensor(f"{a}.k_norm", "attention", m.head_dim, layer=i)]
+        out += [
+            Tensor(f"{a}.q_norm", "attention", m.head_dim, layer=i),
+            Tensor(f"{a}.k_norm", "attention", m.head_dim, layer=i),
+        ]
     if mt == "gpt_oss":  # attention sinks, one per head
-        out.append(Tensor(f"{a}.sinks", "attention", m.num_heads, shard="col", layer=i, dtype="float32"))
+        out.append(
+            Tensor(f"{a}.sinks", "attention", m.num_heads, shard="col", layer=i, dtype="float32")
+        )
     return out
 
 
@@ -147,21 +188,63 @@ def _mla(m: MLA, h: int, p: str, t: Fields, i: int) -> list[Tensor]:
         out += [
             Tensor(f"{a}.q_a_proj", "attention", q_lora, h, role="linear", layer=i),
             Tensor(f"{a}.q_a_layernorm", "attention", q_lora, layer=i),
-            Tensor(f"{a}.q_b_proj", "attention", m.num_heads * qk, q_lora, shard="col", role="linear", layer=i),
+            Tensor(
+                f"{a}.q_b_proj",
+                "attention",
+                m.num_heads * qk,
+                q_lora,
+                shard="col",
+                role="linear",
+                layer=i,
+            ),
         ]
     else:
-        out.append(Tensor(f"{a}.q_proj", "attention", m.num_heads * qk, h, shard="col", role="linear", layer=i))
+        out.append(
+            Tensor(
+                f"{a}.q_proj", "attention", m.num_heads * qk, h, shard="col", role="linear", layer=i
+            )
+        )
     out += [
-        Tensor(f"{a}.kv_a_proj_with_mqa", "attention", m.kv_lora_rank + m.qk_rope_head_dim, h,
-               role="linear", layer=i),
+        Tensor(
+            f"{a}.kv_a_proj_with_mqa",
+            "attention",
+            m.kv_lora_rank + m.qk_rope_head_dim,
+            h,
+            role="linear",
+            layer=i,
+        ),
         Tensor(f"{a}.kv_a_layernorm", "attention", m.kv_lora_rank, layer=i),
-        Tensor(f"{a}.kv_b_proj", "attention", m.num_heads * (m.qk_nope_head_dim + m.v_head_dim),
-               m.kv_lora_rank, shard="col", role="linear", layer=i),
-        Tensor(f"{a}.o_proj", "attention", h, m.num_heads * m.v_head_dim, shard="row", role="linear", layer=i),
+        Tensor(
+            f"{a}.kv_b_proj",
+            "attention",
+            m.num_heads * (m.qk_nope_head_dim + m.v_head_dim),
+            m.kv_lora_rank,
+            shard="col",
+            role="linear",
+            layer=i,
+        ),
+        Tensor(
+            f"{a}.o_proj",
+            "attention",
+            h,
+            m.num_heads * m.v_head_dim,
+            shard="row",
+            role="linear",
+            layer=i,
+        ),
     ]
     if t.bool("mla_use_output_gate", default=False):  # Kimi-K3 MLA output gate
-        out.append(Tensor(f"{a}.g_proj", "attention", m.num_heads * m.v_head_dim, h, shard="col",
-                          role="linear", layer=i))
+        out.append(
+            Tensor(
+                f"{a}.g_proj",
+                "attention",
+                m.num_heads * m.v_head_dim,
+                h,
+                shard="col",
+                role="linear",
+                layer=i,
+            )
+        )
     return out
 
 
@@ -175,19 +258,38 @@ def _gdn(m: GatedDeltaNet, h: int, p: str, qwen35: bool, i: int) -> list[Tensor]
     nv = m.num_heads
     if qwen35:  # Qwen3.5 checkpoints store the fused projections split
         proj = [
-            Tensor(f"{a}.in_proj_qkv", "attention", 2 * key_dim + value_dim, h, shard="col", role="linear", layer=i),
-            Tensor(f"{a}.in_proj_z", "attention", value_dim, h, shard="col", role="linear", layer=i),
+            Tensor(
+                f"{a}.in_proj_qkv",
+                "attention",
+                2 * key_dim + value_dim,
+                h,
+                shard="col",
+                role="linear",
+                layer=i,
+            ),
+            Tensor(
+                f"{a}.in_proj_z", "attention", value_dim, h, shard="col", role="linear", layer=i
+            ),
             Tensor(f"{a}.in_proj_b", "attention", nv, h, shard="col", role="linear", layer=i),
             Tensor(f"{a}.in_proj_a", "attention", nv, h, shard="col", role="linear", layer=i),
         ]
     else:
         proj = [
-            Tensor(f"{a}.in_proj_qkvz", "attention", 2 * key_dim + 2 * value_dim, h, shard="col",
-                   role="linear", layer=i),
+            Tensor(
+                f"{a}.in_proj_qkvz",
+                "attention",
+                2 * key_dim + 2 * value_dim,
+                h,
+                shard="col",
+                role="linear",
+                layer=i,
+            ),
             Tensor(f"{a}.in_proj_ba", "attention", 2 * nv, h, shard="col", role="linear", layer=i),
         ]
     return proj + [
-        Tensor(f"{a}.conv1d", "attention", 2 * key_dim + value_dim, m.conv_kernel, shard="col", layer=i),
+        Tensor(
+            f"{a}.conv1d", "attention", 2 * key_dim + value_dim, m.conv_kernel, shard="col", layer=i
+        ),
         Tensor(f"{a}.A_log", "attention", nv, shard="col", layer=i, dtype="float32"),
         Tensor(f"{a}.dt_bias", "attention", nv, shard="col", layer=i),
         Tensor(f"{a}.norm", "attention", m.head_dim, layer=i),
@@ -200,12 +302,29 @@ def _mamba2(m: Mamba2, h: int, p: str, t: Fields, i: int) -> list[Tensor]:
     # column-parallel with the B/C groups replicated when n_groups % tp != 0; conv1d over
     # x/B/C; A (fp32), D, dt_bias per head; gated RMSNorm over the (TP-split) intermediate.
     a = p
-    inter, g, n, heads, k = m.intermediate_size, m.n_groups, m.state_size, m.num_heads, m.conv_kernel
+    inter, g, n, heads, k = (
+        m.intermediate_size,
+        m.n_groups,
+        m.state_size,
+        m.num_heads,
+        m.conv_kernel,
+    )
     if m.head_dim == 1 and g == 0:
         return _mamba1(m, h, a, t, i)
     out = [
-        Tensor(f"{a}.in_proj", "attention", 2 * inter + heads, h, shard="col", role="linear", layer=i),
-        Tensor(f"{a}.in_proj", "attention", 2 * g * n, h, shard="groups", role="linear", layer=i, heads=g),
+        Tensor(
+            f"{a}.in_proj", "attention", 2 * inter + heads, h, shard="col", role="linear", layer=i
+        ),
+        Tensor(
+            f"{a}.in_proj",
+            "attention",
+            2 * g * n,
+            h,
+            shard="groups",
+            role="linear",
+            layer=i,
+            heads=g,
+        ),
         Tensor(f"{a}.conv1d", "attention", inter, k, shard="col", layer=i),
         Tensor(f"{a}.conv1d", "attention", 2 * g * n, k, shard="groups", layer=i, heads=g),
         Tensor(f"{a}.A_log", "attention", heads, shard="col", layer=i, dtype="float32"),
@@ -215,11 +334,21 @@ def _mamba2(m: Mamba2, h: int, p: str, t: Fields, i: int) -> list[Tensor]:
         Tensor(f"{a}.out_proj", "attention", h, inter, shard="row", role="linear", layer=i),
     ]
     if t.bool("use_conv_bias", "mamba_conv_bias", default=True):
-        out += [Tensor(f"{a}.conv1d.bias", "attention", inter, shard="col", layer=i),
-                Tensor(f"{a}.conv1d.bias", "attention", 2 * g * n, shard="groups", layer=i, heads=g)]
+        out += [
+            Tensor(f"{a}.conv1d.bias", "attention", inter, shard="col", layer=i),
+            Tensor(f"{a}.conv1d.bias", "attention", 2 * g * n, shard="groups", layer=i, heads=g),
+        ]
     if t.bool("mamba_proj_bias", "use_bias", default=False):
-        out += [Tensor(f"{a}.in_proj.bias", "attention", 2 * inter + heads + 2 * g * n, shard="col", layer=i),
-                Tensor(f"{a}.out_proj.bias", "attention", h, layer=i)]
+        out += [
+            Tensor(
+                f"{a}.in_proj.bias",
+                "attention",
+                2 * inter + heads + 2 * g * n,
+                shard="col",
+                layer=i,
+            ),
+            Tensor(f"{a}.out_proj.bias", "attention", h, layer=i),
+        ]
     return out
 
 
@@ -231,7 +360,9 @@ def _mamba1(m: Mamba2, h: int, a: str, t: Fields, i: int) -> list[Tensor]:
         Tensor(f"{a}.in_proj", "attention", 2 * inter, h, shard="col", role="linear", layer=i),
         Tensor(f"{a}.conv1d", "attention", inter, m.conv_kernel, shard="col", layer=i),
         Tensor(f"{a}.conv1d.bias", "attention", inter, shard="col", layer=i),
-        Tensor(f"{a}.x_proj", "attention", dt_rank + 2 * n, inter, shard="row", role="linear", layer=i),
+        Tensor(
+            f"{a}.x_proj", "attention", dt_rank + 2 * n, inter, shard="row", role="linear", layer=i
+        ),
         Tensor(f"{a}.dt_proj", "attention", inter, dt_rank, shard="col", role="linear", layer=i),
         Tensor(f"{a}.dt_proj.bias", "attention", inter, shard="col", layer=i),
         Tensor(f"{a}.A_log", "attention", inter * n, shard="col", layer=i, dtype="float32"),
@@ -247,15 +378,35 @@ def _kda(m: KDA, h: int, p: str, t: Fields, i: int) -> list[Tensor]:
     a = f"{p}.self_attn"
     proj, hd, heads = m.num_heads * m.head_dim, m.head_dim, m.num_heads
     lac = Fields(t.dict("linear_attn_config") or {})
-    out = [Tensor(f"{a}.{x}_proj", "attention", proj, h, shard="col", role="linear", layer=i) for x in "qkv"]
-    out += [Tensor(f"{a}.{x}_conv1d", "attention", proj, m.conv_kernel, shard="col", layer=i, dtype="float32")
-            for x in "qkv"]
+    out = [
+        Tensor(f"{a}.{x}_proj", "attention", proj, h, shard="col", role="linear", layer=i)
+        for x in "qkv"
+    ]
+    out += [
+        Tensor(
+            f"{a}.{x}_conv1d",
+            "attention",
+            proj,
+            m.conv_kernel,
+            shard="col",
+            layer=i,
+            dtype="float32",
+        )
+        for x in "qkv"
+    ]
     if lac.bool("use_full_rank_gate", default=False):
-        out += [Tensor(f"{a}.{x}_proj", "attention", proj, h, shard="col", role="linear", layer=i) for x in "fg"]
+        out += [
+            Tensor(f"{a}.{x}_proj", "attention", proj, h, shard="col", role="linear", layer=i)
+            for x in "fg"
+        ]
     else:
         for x in "fg":
-            out += [Tensor(f"{a}.{x}_a_proj", "attention", hd, h, role="linear", layer=i),
-                    Tensor(f"{a}.{x}_b_proj", "attention", proj, hd, shard="col", role="linear", layer=i)]
+            out += [
+                Tensor(f"{a}.{x}_a_proj", "attention", hd, h, role="linear", layer=i),
+                Tensor(
+                    f"{a}.{x}_b_proj", "attention", proj, hd, shard="col", role="linear", layer=i
+                ),
+            ]
     return out + [
         Tensor(f"{a}.b_proj", "attention", heads, h, shard="col", role="linear", layer=i),
         Tensor(f"{a}.A_log", "attention", heads, shard="col", layer=i, dtype="float32"),
@@ -269,13 +420,17 @@ def _short_conv(m: ShortConv, h: int, p: str, t: Fields, i: int) -> list[Tensor]
     # sglang/srt/models/lfm2.py:ShortConv: in_proj -> (B, C, x), depthwise conv, out_proj.
     a = f"{p}.conv"
     out = [
-        Tensor(f"{a}.in_proj", "attention", 3 * m.hidden_size, h, shard="col", role="linear", layer=i),
+        Tensor(
+            f"{a}.in_proj", "attention", 3 * m.hidden_size, h, shard="col", role="linear", layer=i
+        ),
         Tensor(f"{a}.conv", "attention", m.hidden_size, m.l_cache, shard="col", layer=i),
         Tensor(f"{a}.out_proj", "attention", h, m.hidden_size, shard="row", role="linear", layer=i),
     ]
     if t.bool("conv_bias", default=False):
-        out += [Tensor(f"{a}.in_proj.bias", "attention", 3 * m.hidden_size, shard="col", layer=i),
-                Tensor(f"{a}.out_proj.bias", "attention", h, layer=i)]
+        out += [
+            Tensor(f"{a}.in_proj.bias", "attention", 3 * m.hidden_size, shard="col", layer=i),
+            Tensor(f"{a}.out_proj.bias", "attention", h, layer=i),
+        ]
     return out
 
 
@@ -318,16 +473,28 @@ def _gated(spec: ModelSpec, t: Fields) -> bool:
     return not (spec.model_type == "nemotron_h" or act == "relu2")
 
 
-def _mlp(inter: int, h: int, a: str, part: str, gated: bool, bias: bool, i: int | None,
-         names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")) -> list[Tensor]:
+def _mlp(
+    inter: int,
+    h: int,
+    a: str,
+    part: str,
+    gated: bool,
+    bias: bool,
+    i: int | None,
+    names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj"),
+) -> list[Tensor]:
     g, u, d = names
-    out = [Tensor(f"{a}.{u}", part, inter, h, shard="col", role="linear", layer=i),
-           Tensor(f"{a}.{d}", part, h, inter, shard="row", role="linear", layer=i)]
+    out = [
+        Tensor(f"{a}.{u}", part, inter, h, shard="col", role="linear", layer=i),
+        Tensor(f"{a}.{d}", part, h, inter, shard="row", role="linear", layer=i),
+    ]
     if gated:
         out.insert(0, Tensor(f"{a}.{g}", part, inter, h, shard="col", role="linear", layer=i))
     if bias:
-        out += [Tensor(f"{a}.{u}.bias", part, inter * (2 if gated else 1), shard="col", layer=i),
-                Tensor(f"{a}.{d}.bias", part, h, layer=i)]
+        out += [
+            Tensor(f"{a}.{u}.bias", part, inter * (2 if gated else 1), shard="col", layer=i),
+            Tensor(f"{a}.{d}.bias", part, h, layer=i),
+        ]
     return out
 
 
@@ -335,7 +502,9 @@ def _latent(spec: ModelSpec, t: Fields) -> int | None:
     return t.opt_int("moe_latent_size", "routed_expert_hidden_size", minimum=1)
 
 
-def _moe(f: MoE, h: int, p: str, spec: ModelSpec, names: _Naming, t: Fields, i: int) -> list[Tensor]:
+def _moe(
+    f: MoE, h: int, p: str, spec: ModelSpec, names: _Naming, t: Fields, i: int
+) -> list[Tensor]:
     # Routed experts: FusedMoE w13 (gate+up) column-split and w2 row-split by the MoE-TP size,
     # experts split by EP (sglang/srt/layers/moe/fused_moe_triton/layer.py:FusedMoE).
     a = f"{p}.{names.ffn}"
@@ -345,30 +514,52 @@ def _moe(f: MoE, h: int, p: str, spec: ModelSpec, names: _Naming, t: Fields, i: 
     e, inter = f.num_experts, f.expert_intermediate_size
     ex = f"{a}.experts"
     out = [
-        Tensor(ex, "experts", inter * (2 if gated else 1), eh, count=e, shard="col", role="expert", layer=i),
+        Tensor(
+            ex,
+            "experts",
+            inter * (2 if gated else 1),
+            eh,
+            count=e,
+            shard="col",
+            role="expert",
+            layer=i,
+        ),
         Tensor(ex, "experts", eh, inter, count=e, shard="row", role="expert", layer=i),
     ]
     if spec.model_type == "gpt_oss":  # expert biases
-        out += [Tensor(f"{ex}.bias", "experts", 2 * inter, count=e, shard="col", role="none", layer=i),
-                Tensor(f"{ex}.bias", "experts", eh, count=e, shard="rep", role="none", layer=i)]
+        out += [
+            Tensor(f"{ex}.bias", "experts", 2 * inter, count=e, shard="col", role="none", layer=i),
+            Tensor(f"{ex}.bias", "experts", eh, count=e, shard="rep", role="none", layer=i),
+        ]
     router = "router" if spec.model_type == "gpt_oss" else "gate"
     out.append(Tensor(f"{a}.{router}", "dense_ffn", e, h, layer=i))
     if spec.model_type == "gpt_oss":
         out.append(Tensor(f"{a}.{router}.bias", "dense_ffn", e, layer=i))
     if t.has("topk_method", "n_group") or spec.model_type in ("nemotron_h", "kimi_linear"):
         # noaux_tc routing keeps an fp32 e_score_correction_bias per expert
-        out.append(Tensor(f"{a}.gate.e_score_correction_bias", "dense_ffn", e, layer=i, dtype="float32"))
+        out.append(
+            Tensor(f"{a}.gate.e_score_correction_bias", "dense_ffn", e, layer=i, dtype="float32")
+        )
     if f.num_shared_experts and f.shared_intermediate_size:
         s_inter = f.num_shared_experts * f.shared_intermediate_size
-        s_name = f"{a}.shared_expert" if t.has("shared_expert_intermediate_size") else (
-            f"{a}.shared_mlp" if spec.model_type == "granitemoehybrid" else f"{a}.shared_experts")
+        s_name = (
+            f"{a}.shared_expert"
+            if t.has("shared_expert_intermediate_size")
+            else (
+                f"{a}.shared_mlp"
+                if spec.model_type == "granitemoehybrid"
+                else f"{a}.shared_experts"
+            )
+        )
         out += _mlp(s_inter, h, s_name, "dense_ffn", gated, False, i)
         if t.has("shared_expert_intermediate_size"):  # Qwen's sigmoid shared-expert gate
             out.append(Tensor(f"{a}.shared_expert_gate", "dense_ffn", 1, h, layer=i))
     if latent:
         # Nemotron-H fc1/fc2_latent_proj, Kimi-K3 routed_expert_down/up_proj: ReplicatedLinear
-        out += [Tensor(f"{a}.fc1_latent_proj", "dense_ffn", latent, h, role="linear", layer=i),
-                Tensor(f"{a}.fc2_latent_proj", "dense_ffn", h, latent, role="linear", layer=i)]
+        out += [
+            Tensor(f"{a}.fc1_latent_proj", "dense_ffn", latent, h, role="linear", layer=i),
+            Tensor(f"{a}.fc2_latent_proj", "dense_ffn", h, latent, role="linear", layer=i),
+        ]
         if t.bool("latent_moe_use_norm", default=False):
             out.append(Tensor(f"{a}.routed_expert_norm", "dense_ffn", latent, layer=i))
     return out
@@ -382,17 +573,30 @@ def ffn_tensors(f: Any, h: int, p: str, spec: ModelSpec, names: _Naming, i: int)
         a = f"{p}.{names.ffn}"
         if spec.model_type == "granitemoehybrid":
             a = f"{p}.shared_mlp"
-        mlp_names = ("w1", "w3", "w2") if spec.model_type.startswith("lfm2") else (
-            "gate_proj", "up_proj", "down_proj")
-        return _mlp(f.intermediate_size, h, a, "dense_ffn", _gated(spec, t),
-                    t.bool("mlp_bias", default=False), i, mlp_names)
+        mlp_names = (
+            ("w1", "w3", "w2")
+            if spec.model_type.startswith("lfm2")
+            else ("gate_proj", "up_proj", "down_proj")
+        )
+        return _mlp(
+            f.intermediate_size,
+            h,
+            a,
+            "dense_ffn",
+            _gated(spec, t),
+            t.bool("mlp_bias", default=False),
+            i,
+            mlp_names,
+        )
     return []
 
 
 # ------------------------------------------------------------------------------ layers
 
 
-def layer_tensors(layer: Layer, spec: ModelSpec, names: _Naming, prefix: str | None = None) -> list[Tensor]:
+def layer_tensors(
+    layer: Layer, spec: ModelSpec, names: _Naming, prefix: str | None = None
+) -> list[Tensor]:
     h, i = spec.hidden_size, layer.index
     p = prefix or names.layer(i)
     out: list[Tensor] = []
@@ -421,10 +625,12 @@ def _mtp(spec: ModelSpec, names: _Naming) -> list[Tensor]:
         # Qwen3-Next / Qwen3.5 (sglang/srt/models/qwen3_5_mtp.py): fc (2h -> h, plain
         # nn.Linear), pre_fc_norm_embedding / pre_fc_norm_hidden, N decoder layers (full
         # attention + the model's FFN), final norm. Embedding and LM head are shared.
-        out += [Tensor("mtp.fc", "mtp", h, 2 * h, place="mtp"),
-                Tensor("mtp.pre_fc_norm_embedding", "mtp", h, place="mtp"),
-                Tensor("mtp.pre_fc_norm_hidden", "mtp", h, place="mtp"),
-                Tensor("mtp.norm", "mtp", h, place="mtp")]
+        out += [
+            Tensor("mtp.fc", "mtp", h, 2 * h, place="mtp"),
+            Tensor("mtp.pre_fc_norm_embedding", "mtp", h, place="mtp"),
+            Tensor("mtp.pre_fc_norm_hidden", "mtp", h, place="mtp"),
+            Tensor("mtp.norm", "mtp", h, place="mtp"),
+        ]
         for j in range(spec.mtp_layers):
             lyr = Layer(index=j, mixer=attn, ffn=ffn)
             out += layer_tensors(lyr, spec, names, prefix=f"mtp.layers.{j}")
@@ -437,30 +643,70 @@ def _mtp(spec: ModelSpec, names: _Naming) -> list[Tensor]:
         blocks = _nemotron_mtp_blocks(spec, t, attn, moe, dense)
         for j in range(spec.mtp_layers):
             p = f"mtp.layers.{j}" if blocks else f"{names.root}layers.{n + j}"
-            out += [Tensor(f"{p}.eh_proj", "mtp", h, 2 * h, place="mtp"),
-                    Tensor(f"{p}.enorm", "mtp", h, place="mtp"),
-                    Tensor(f"{p}.hnorm", "mtp", h, place="mtp"),
-                    Tensor(f"{p}.shared_head.norm", "mtp", h, place="mtp")]
+            out += [
+                Tensor(f"{p}.eh_proj", "mtp", h, 2 * h, place="mtp"),
+                Tensor(f"{p}.enorm", "mtp", h, place="mtp"),
+                Tensor(f"{p}.hnorm", "mtp", h, place="mtp"),
+                Tensor(f"{p}.shared_head.norm", "mtp", h, place="mtp"),
+            ]
             for k, lyr in enumerate(blocks or [Layer(index=j, mixer=attn, ffn=ffn)]):
                 out += layer_tensors(lyr, spec, names, prefix=f"{p}.block{k}" if blocks else p)
             if not blocks:
-                out += [Tensor(f"{p}.embed_tokens", "mtp", spec.vocab_size, h, place="mtp", shared=True),
-                        Tensor(f"{p}.shared_head.head", "mtp", spec.vocab_size, h, place="mtp", shared=True)]
+                out += [
+                    Tensor(
+                        f"{p}.embed_tokens", "mtp", spec.vocab_size, h, place="mtp", shared=True
+                    ),
+                    Tensor(
+                        f"{p}.shared_head.head", "mtp", spec.vocab_size, h, place="mtp", shared=True
+                    ),
+                ]
     return [
-        Tensor(x.name, "mtp", x.out, x.inp, x.count, x.shard, x.role, None, "mtp", x.heads, x.dtype, x.shared)
+        Tensor(
+            x.name,
+            "mtp",
+            x.out,
+            x.inp,
+            x.count,
+            x.shard,
+            x.role,
+            None,
+            "mtp",
+            x.heads,
+            x.dtype,
+            x.shared,
+        )
         for x in out
     ]
 
 
-def _nemotron_mtp_blocks(spec: ModelSpec, t: Fields, attn: Any, moe: Any, dense: Any) -> list[Layer]:
+def _nemotron_mtp_blocks(
+    spec: ModelSpec, t: Fields, attn: Any, moe: Any, dense: Any
+) -> list[Layer]:
     if spec.model_type != "nemotron_h":
         return []
     pattern = t.get("mtp_hybrid_override_pattern")
-    kinds = list(pattern) if isinstance(pattern, str) else [
-        str(x) for x in (t.get("mtp_layers_block_type") or ["attention", "moe"]) if isinstance(x, str)]
-    table = {"*": (attn, None), "attention": (attn, None), "E": (None, moe), "moe": (None, moe),
-             "-": (None, dense), "mlp": (None, dense)}
-    return [Layer(index=k, mixer=table[c][0], ffn=table[c][1]) for k, c in enumerate(kinds) if c in table]
+    kinds = (
+        list(pattern)
+        if isinstance(pattern, str)
+        else [
+            str(x)
+            for x in (t.get("mtp_layers_block_type") or ["attention", "moe"])
+            if isinstance(x, str)
+        ]
+    )
+    table = {
+        "*": (attn, None),
+        "attention": (attn, None),
+        "E": (None, moe),
+        "moe": (None, moe),
+        "-": (None, dense),
+        "mlp": (None, dense),
+    }
+    return [
+        Layer(index=k, mixer=table[c][0], ffn=table[c][1])
+        for k, c in enumerate(kinds)
+        if c in table
+    ]
 
 
 # ------------------------------------------------------------------------------ vision
@@ -504,32 +750,50 @@ def _vision(spec: ModelSpec) -> list[Tensor]:
         n_pos = (_vi(v, "image_size", default=224) // patch) ** 2
     if not n_pos and v.has("init_pos_emb_height"):
         n_pos = _vi(v, "init_pos_emb_height", default=0) * _vi(v, "init_pos_emb_width", default=0)
-    merge = _vi(v, "spatial_merge_size", default=0) ** 2 or _vi(v, "merge_kernel_size", default=0) or (
-        _vi(top, "downsample_factor", default=1) ** 2)
+    merge = (
+        _vi(v, "spatial_merge_size", default=0) ** 2
+        or _vi(v, "merge_kernel_size", default=0)
+        or (_vi(top, "downsample_factor", default=1) ** 2)
+    )
     text_h = _vi(v, "out_hidden_size", "text_hidden_size", default=spec.hidden_size)
     mid = _vi(top, "projector_hidden_size", default=hid * merge)
     n_deep = len(v.get("deepstack_visual_indexes") or [])
 
     def T(name: str, out: int, inp: int = 1, shard: str = "rep", role: str = "none") -> Tensor:
-        return Tensor(f"model.visual.{name}", "vision", out, inp, shard=shard, role=role, place="first")
+        return Tensor(
+            f"model.visual.{name}", "vision", out, inp, shard=shard, role=role, place="first"
+        )
 
-    out = [T("patch_embed.proj", hid, chans * temporal * patch * patch), T("patch_embed.proj.bias", hid)]
+    out = [
+        T("patch_embed.proj", hid, chans * temporal * patch * patch),
+        T("patch_embed.proj.bias", hid),
+    ]
     if n_pos:
         out.append(T("pos_embed", n_pos, hid, shard="col"))
     blk = [
         T("blocks.norm", 4 * hid),
-        T("blocks.attn.qkv", 3 * hid, hid, "col", "vision"), T("blocks.attn.qkv.bias", 3 * hid, 1, "col"),
-        T("blocks.attn.proj", hid, hid, "row", "vision"), T("blocks.attn.proj.bias", hid),
-        T("blocks.mlp.linear_fc1", inter, hid, "col", "vision"), T("blocks.mlp.linear_fc1.bias", inter, 1, "col"),
-        T("blocks.mlp.linear_fc2", hid, inter, "row", "vision"), T("blocks.mlp.linear_fc2.bias", hid),
+        T("blocks.attn.qkv", 3 * hid, hid, "col", "vision"),
+        T("blocks.attn.qkv.bias", 3 * hid, 1, "col"),
+        T("blocks.attn.proj", hid, hid, "row", "vision"),
+        T("blocks.attn.proj.bias", hid),
+        T("blocks.mlp.linear_fc1", inter, hid, "col", "vision"),
+        T("blocks.mlp.linear_fc1.bias", inter, 1, "col"),
+        T("blocks.mlp.linear_fc2", hid, inter, "row", "vision"),
+        T("blocks.mlp.linear_fc2.bias", hid),
     ]
-    out += [Tensor(x.name, x.part, x.out, x.inp, depth, x.shard, x.role, None, "first") for x in blk]
+    out += [
+        Tensor(x.name, x.part, x.out, x.inp, depth, x.shard, x.role, None, "first") for x in blk
+    ]
     cat = hid * merge
     for k in range(1 + n_deep):
         name = "merger" if k == 0 else f"deepstack_merger_list.{k - 1}"
-        out += [T(f"{name}.norm", 2 * (hid if k == 0 else cat)),
-                T(f"{name}.linear_fc1", mid, cat, "col", "vision"), T(f"{name}.linear_fc1.bias", mid, 1, "col"),
-                T(f"{name}.linear_fc2", text_h, mid, "row", "vision"), T(f"{name}.linear_fc2.bias", text_h)]
+        out += [
+            T(f"{name}.norm", 2 * (hid if k == 0 else cat)),
+            T(f"{name}.linear_fc1", mid, cat, "col", "vision"),
+            T(f"{name}.linear_fc1.bias", mid, 1, "col"),
+            T(f"{name}.linear_fc2", text_h, mid, "row", "vision"),
+            T(f"{name}.linear_fc2.bias", text_h),
+        ]
     return out
 
 
@@ -540,7 +804,17 @@ def tensors(spec: ModelSpec) -> list[Tensor]:
     """Every weight of the model: decoder layers, embeddings, vision tower, MTP modules."""
     names = _Naming(spec)
     h = spec.hidden_size
-    out = [Tensor(names.embed, "embedding", spec.vocab_size, h, shard="vocab", role="embedding", place="first")]
+    out = [
+        Tensor(
+            names.embed,
+            "embedding",
+            spec.vocab_size,
+            h,
+            shard="vocab",
+            role="embedding",
+            place="first",
+        )
+    ]
     # Zamba2 "hybrid" layers reuse num_mem_blocks shared attention+MLP blocks: count them once.
     shared_blocks = _cfg(spec).opt_int("num_mem_blocks") if spec.model_type == "zamba2" else None
     hybrids = 0
@@ -552,14 +826,30 @@ def tensors(spec: ModelSpec) -> list[Tensor]:
         out += layer_tensors(layer, spec, names)
     out.append(Tensor(names.final_norm, "norms", h, place="last"))
     if not spec.tie_word_embeddings:
-        out.append(Tensor("lm_head", "lm_head", spec.vocab_size, h, shard="vocab", role="lm_head", place="last"))
+        out.append(
+            Tensor(
+                "lm_head",
+                "lm_head",
+                spec.vocab_size,
+                h,
+                shard="vocab",
+                role="lm_head",
+                place="last",
+            )
+        )
     out += _vision(spec)
     out += _mtp(spec, names)
     return out
 
 
-def count_params(spec: ModelSpec) -> ParamCount:
-    """Parameters per part, as stored in the checkpoint (elements; lm_head 0 when tied)."""
+def count_params(spec: ModelSpec | dict[str, Any]) -> ParamCount:
+    """Parameters per part, as stored in the checkpoint (elements; lm_head 0 when tied).
+
+    Takes a ModelSpec or a raw HF config dict (which is parsed first)."""
+    if isinstance(spec, dict):
+        from servefit.model.inventory import build_model_spec
+
+        return build_model_spec(spec, name="", source="").params
     sums = dict.fromkeys(PARTS, 0)
     for x in tensors(spec):
         sums[x.part] += x.numel

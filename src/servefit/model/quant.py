@@ -147,18 +147,32 @@ def parse_quant(config: dict[str, Any], text: dict[str, Any]) -> QuantSpec:
         if "FP4" in algo or (algo == "MIXED-PRECISION" or algo == "MIXED_PRECISION"):
             layers = _modelopt_fields(q).get("quantized_layers")
             if algo.startswith("MIXED") and isinstance(layers, dict):
-                algos = {str(v.get("quant_algo", "")).upper() for v in layers.values() if isinstance(v, dict)}
+                algos = {
+                    str(v.get("quant_algo", "")).upper()
+                    for v in layers.values()
+                    if isinstance(v, dict)
+                }
                 if not any("FP4" in a for a in algos):
                     return QuantSpec("fp8", 8, 0, kv, q)
             return QuantSpec("nvfp4", 4, 16, kv, q)
         if "FP8" in algo:
             return QuantSpec("fp8", 8, 0, kv, q)
         if "INT4" in algo or "W4A8" in algo:
-            return QuantSpec("awq", 4, _as_pos_int(_modelopt_fields(q).get("group_size"), 128), kv, q)
+            return QuantSpec(
+                "awq", 4, _as_pos_int(_modelopt_fields(q).get("group_size"), 128), kv, q
+            )
         return QuantSpec("modelopt", 16, 0, kv, q)
     if method == "mxfp4":
         return QuantSpec("mxfp4", 4, 32, kv, q)
-    if method in ("awq", "gptq", "auto-round", "autoround", "intel/auto-round", "awq-marlin", "gptq-marlin"):
+    if method in (
+        "awq",
+        "gptq",
+        "auto-round",
+        "autoround",
+        "intel/auto-round",
+        "awq-marlin",
+        "gptq-marlin",
+    ):
         norm = {"autoround": "auto-round", "intel/auto-round": "auto-round"}.get(method, method)
         norm = norm.replace("-marlin", "")
         bits = _as_pos_int(q.get("bits", q.get("w_bit")), 4)
@@ -191,7 +205,11 @@ def module_path_match(pattern: str, name: str) -> bool:
         except re.error:
             return False
     if any(c in pattern for c in "*?["):
-        return fnmatch.fnmatchcase(name, pattern)
+        # a glob names a module: it also covers everything below it
+        parts = name.split(".")
+        return any(
+            fnmatch.fnmatchcase(".".join(parts[:k]), pattern) for k in range(len(parts), 0, -1)
+        )
     pattern = pattern.rstrip(".")
     return pattern == name or name.startswith(pattern + ".") or f".{pattern}." in f".{name}."
 
@@ -341,7 +359,9 @@ def _ct_format(weights: dict[str, Any], fmt: Any) -> WeightFormat | None:
         strategy = weights.get("strategy")
         block = weights.get("block_structure")
         if strategy == "block" and isinstance(block, list) and len(block) == 2:
-            return WeightFormat("fp8", 8, block=(_as_pos_int(block[0], 128), _as_pos_int(block[1], 128)))
+            return WeightFormat(
+                "fp8", 8, block=(_as_pos_int(block[0], 128), _as_pos_int(block[1], 128))
+            )
         return WeightFormat("fp8", 8, per_channel=strategy == "channel")
     symmetric = weights.get("symmetric", True) is not False
     if weights.get("strategy") == "channel" or group == 0:

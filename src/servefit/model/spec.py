@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from servefit.model.layers import RECURRENT_KINDS, Layer
@@ -80,11 +81,11 @@ class ModelSpec:
             lyr.index for lyr in self.layers if any(m.kind in kinds for m in lyr.mixers)
         )
 
-    @property
+    @cached_property
     def attention_layer_ids(self) -> tuple[int, ...]:
         return self.layer_ids("full_attention", "sliding_window", "mla")
 
-    @property
+    @cached_property
     def recurrent_layer_ids(self) -> tuple[int, ...]:
         return self.layer_ids(*RECURRENT_KINDS)
 

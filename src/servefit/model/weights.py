@@ -91,7 +91,9 @@ def _check(model: ModelSpec, tp: int, pp: int, ep: int) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ArgumentError(f"{name} size must be a positive integer, got {value!r}")
     if pp > max(model.num_layers, 1):
-        raise ArgumentError(f"pp size {pp} is larger than the number of layers ({model.num_layers})")
+        raise ArgumentError(
+            f"pp size {pp} is larger than the number of layers ({model.num_layers})"
+        )
 
 
 def _stage_of(x: Tensor, starts: list[tuple[int, int]]) -> int | None:
@@ -160,19 +162,42 @@ def _estimate(model: ModelSpec, tp: int, pp: int, ep: int, include_mtp: bool) ->
         stages[stage][x.part] += tensor_bytes(x, policy, model.dtype, tp, ep)
         if x.part == "embedding" and model.tie_word_embeddings and pp > 1:
             # the last stage holds its own LM head, loaded from the tied embedding
-            head = Tensor("lm_head", "lm_head", x.out, x.inp, shard="vocab", role="lm_head", place="last")
+            head = Tensor(
+                "lm_head", "lm_head", x.out, x.inp, shard="vocab", role="lm_head", place="last"
+            )
             stages[-1]["lm_head"] += tensor_bytes(head, policy, model.dtype, tp, ep)
     worst = max(range(pp), key=lambda s: sum(stages[s].values()))
-    return WeightBreakdown(sum(stages[worst].values()), draft, stages[worst], tp, pp, ep, worst, "estimate")
+    return WeightBreakdown(
+        sum(stages[worst].values()), draft, stages[worst], tp, pp, ep, worst, "estimate"
+    )
 
 
 # ------------------------------------------------------------------------------ safetensors
 
-_VISION = ("visual.", "vision_tower", "vision_model", "multi_modal_projector", "mm_projector",
-           "vision_embed", "image_newline")
-_REPLICATED = ("q_a_proj", "kv_a_proj_with_mqa", "fc1_latent_proj", "fc2_latent_proj", "f_a_proj",
-               "g_a_proj", "shared_expert_gate", "routed_expert_down_proj", "routed_expert_up_proj",
-               "e_score_correction_bias", ".router.", "eh_proj", "mtp.fc")
+_VISION = (
+    "visual.",
+    "vision_tower",
+    "vision_model",
+    "multi_modal_projector",
+    "mm_projector",
+    "vision_embed",
+    "image_newline",
+)
+_REPLICATED = (
+    "q_a_proj",
+    "kv_a_proj_with_mqa",
+    "fc1_latent_proj",
+    "fc2_latent_proj",
+    "f_a_proj",
+    "g_a_proj",
+    "shared_expert_gate",
+    "routed_expert_down_proj",
+    "routed_expert_up_proj",
+    "e_score_correction_bias",
+    ".router.",
+    "eh_proj",
+    "mtp.fc",
+)
 _ROW_BIAS = ("o_proj.bias", "down_proj.bias", "out_proj.bias", "proj.bias", "fc2.bias", "w2.bias")
 
 
@@ -184,83 +209,116 @@ def _layer_index(name: str) -> int | None:
     return None
 
 
-def _stored_fraction(t: StoredTensor, model: ModelSpec, tp: int, ep: int) -> float:
-    """Share of a stored tensor held by one rank, by its name (same rules as the estimate)."""
-    name = t.name
-    experts = max((lyr.ffn.num_experts for lyr in model.layers if hasattr(lyr.ffn, "num_experts")), default=0)
-    if ".experts." in name or name.endswith(".experts") or ".experts_" in name:
-        if experts:
-            return ceil(experts / ep) / experts / max(1, tp // ep)
-        return 1 / tp
-    if "embed_tokens" in name or name.endswith("embeddings.weight") or name.startswith("lm_head"):
-        vocab = t.shape[0] if t.shape else model.vocab_size
-        return padded_vocab(vocab, tp) / tp / max(vocab, 1)
-    if len(t.shape) <= 1 and ("norm" in name or "layernorm" in name):
-        return 1.0
-    if any(k in name for k in _REPLICATED) or name.endswith(_ROW_BIAS):
-        return 1.0
-    if ".gate." in name or name.endswith(".gate.weight"):
-        if t.shape and experts and t.shape[0] == experts:
+class _NameRules:
+    """Sharding of stored tensors by name, with the same rules as the estimate."""
+
+    def __init__(self, model: ModelSpec, tp: int, ep: int) -> None:
+        self.model, self.tp, self.ep = model, tp, ep
+        self.experts = max((getattr(lyr.ffn, "num_experts", 0) for lyr in model.layers), default=0)
+        self.kv = getattr(model.first_attention(), "num_kv_heads", 0)
+
+    def fraction(self, t: StoredTensor) -> float:
+        """Share of the tensor held by one rank."""
+        name, tp, ep = t.name, self.tp, self.ep
+        if ".experts." in name or name.endswith(".experts") or ".experts_" in name:
+            if self.experts:
+                return ceil(self.experts / ep) / self.experts / max(1, tp // ep)
+            return 1 / tp
+        if (
+            "embed_tokens" in name
+            or name.endswith("embeddings.weight")
+            or name.startswith("lm_head")
+        ):
+            vocab = t.shape[0] if t.shape else self.model.vocab_size
+            return padded_vocab(vocab, tp) / tp / max(vocab, 1)
+        if len(t.shape) <= 1 and "norm" in name:
+            return 1.0
+        if any(k in name for k in _REPLICATED) or name.endswith(_ROW_BIAS):
+            return 1.0
+        is_gate = ".gate." in name or name.endswith(".gate.weight")
+        if is_gate and t.shape and self.experts and t.shape[0] == self.experts:
             return 1.0  # router
-    if "k_proj" in name or "v_proj" in name:
-        attn = model.first_attention()
-        kv = getattr(attn, "num_kv_heads", 0)
-        if kv:
-            return max(1, kv // tp) / kv
-    if not t.shape or t.shape == (1,):
-        return 1.0  # per-tensor scales
-    return 1 / tp
+        if ("k_proj" in name or "v_proj" in name) and self.kv:
+            return max(1, self.kv // tp) / self.kv
+        if not t.shape or t.shape == (1,):
+            return 1.0  # per-tensor scales
+        return 1 / tp
+
+    @staticmethod
+    def part(name: str, ndim: int) -> str:
+        if ".experts" in name:
+            return "experts"
+        if any(
+            k in name for k in (".mlp.", ".feed_forward.", ".block_sparse_moe.", ".shared_mlp.")
+        ):
+            return "dense_ffn"
+        if ndim <= 1 and "layernorm" in name:
+            return "norms"
+        return "attention"
 
 
-def _from_checkpoint(model: ModelSpec, stored: list[StoredTensor], tp: int, pp: int, ep: int,
-                     include_mtp: bool) -> WeightBreakdown:
+def _from_checkpoint(
+    model: ModelSpec, stored: list[StoredTensor], tp: int, pp: int, ep: int, include_mtp: bool
+) -> WeightBreakdown:
     starts = [pp_indices(model.num_layers, r, pp) for r in range(pp)]
     stages = [dict.fromkeys(PARTS, 0) for _ in range(pp)]
-    draft = 0
+    rules = _NameRules(model, tp, ep)
+    draft = 0.0
     for t in stored:
         name = t.name
         idx = _layer_index(name)
-        part_bytes = t.nbytes * _stored_fraction(t, model, tp, ep)
-        is_mtp = name.startswith("mtp.") or ".mtp." in name or (idx is not None and idx >= model.num_layers
-                                                                and not any(v in name for v in _VISION))
-        if is_mtp:
+        share = t.nbytes * rules.fraction(t)
+        vision = any(v in name for v in _VISION)
+        beyond = idx is not None and idx >= model.num_layers and not vision  # DeepSeek NextN
+        if name.startswith("mtp.") or ".mtp." in name or beyond:
             if include_mtp and "embed_tokens" not in name and "shared_head.head" not in name:
-                draft += part_bytes
+                draft += share  # the draft reuses the target's embedding and head
             continue
-        if any(v in name for v in _VISION):
+        if vision:
             if model.is_multimodal:
-                stages[0]["vision"] += part_bytes
+                stages[0]["vision"] += share
             continue
         if "embed_tokens" in name or name.endswith("embeddings.weight"):
-            stages[0]["embedding"] += part_bytes
+            stages[0]["embedding"] += share
             if model.tie_word_embeddings and pp > 1:
-                stages[-1]["lm_head"] += part_bytes
+                stages[-1]["lm_head"] += share
             continue
         if name.startswith("lm_head"):
-            stages[-1]["lm_head"] += part_bytes
+            stages[-1]["lm_head"] += share
             continue
         if idx is None:
-            stages[-1]["norms"] += part_bytes
+            stages[-1]["norms"] += share
             continue
         stage = next((s for s, (a, b) in enumerate(starts) if a <= idx < b), pp - 1)
-        part = "experts" if ".experts" in name else "norms" if "layernorm" in name else "attention"
-        stages[stage][part] += part_bytes
+        stages[stage][rules.part(name, len(t.shape))] += share
     worst = max(range(pp), key=lambda s: sum(stages[s].values()))
-    parts = {k: int(v) for k, v in stages[worst].items()}
-    return WeightBreakdown(sum(parts.values()), int(draft), parts, tp, pp, ep, worst, "safetensors")
+    parts = {k: round(v) for k, v in stages[worst].items()}
+    return WeightBreakdown(
+        sum(parts.values()), round(draft), parts, tp, pp, ep, worst, "safetensors"
+    )
 
 
-def weights_per_rank(model: ModelSpec, *, tp: int = 1, pp: int = 1, ep: int = 1,
-                     include_mtp: bool = False, checkpoint_dir: str | Path | None = None) -> WeightBreakdown:
+def weights_per_rank(
+    model: ModelSpec,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    include_mtp: bool = False,
+    checkpoint_dir: str | Path | None = None,
+) -> WeightBreakdown:
     """Weight bytes on the most loaded rank under TP x PP (x EP for the routed experts).
 
-    checkpoint_dir (default: the model's source when that is a local directory) switches to
-    exact sizes read from its safetensors headers.
+    checkpoint_dir (default: the model's source when that is a local checkpoint directory, or
+    the directory of a local config.json) switches to exact sizes read from its safetensors
+    headers; without safetensors files there, the estimate is used.
     """
     _check(model, tp, pp, ep)
     directory = Path(checkpoint_dir) if checkpoint_dir else None
     if directory is None and model.source and not model.source.startswith(("catalog:", "hub:")):
         candidate = Path(model.source)
+        if candidate.is_file() and candidate.name == "config.json":
+            candidate = candidate.parent  # a config.json inside its checkpoint directory
         if candidate.is_dir():
             directory = candidate
     if directory is not None:

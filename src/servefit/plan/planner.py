@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from servefit.engines.base import MemoryInputs
@@ -72,10 +73,11 @@ def plan(request: PlanRequest) -> Plan:
     model = resolve_model(request.model)
     gpu, gpu_source = resolve_gpu(request.gpu, request.gpu_mem_mib)
     args = dict(request.args)
-    tp, pp, dp, ep = (int(args.get(k) or 1) for k in ("tp_size", "pp_size", "dp_size", "ep_size"))
+    tp, pp, dp, ep = (int(1 if args.get(k) is None else args[k]) for k in ("tp_size", "pp_size", "dp_size", "ep_size"))
     for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
         if val <= 0:
             raise ArgumentError(f"--{name} must be a positive integer, got {val}")
+    _validate_args(args)
     world = tp * pp * (1 if args.get("enable_dp_attention") else dp)
     num_gpus = request.num_gpus or world
     if num_gpus < world:
@@ -137,11 +139,9 @@ def memory_inputs(
     model: ModelSpec, gpus: GPUSet, v: dict[str, Any], request: PlanRequest
 ) -> MemoryInputs:
     """Pre-load free memory and weights per rank: measured (calibrated) or modelled."""
-    from servefit.model.weights import weights_per_rank
-
     tp, pp = int(v.get("tp_size") or 1), int(v.get("pp_size") or 1)
     ep = int(v.get("ep_size") or 1)
-    w = weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True)
+    w = _weights(model, tp, pp, ep)
     spec = v.get("speculative_algorithm") in ("EAGLE", "EAGLE3", "STANDALONE")
     draft = w.draft_gib if spec and not v.get("speculative_draft_model_path") else 0.0
     total = gpus.gpu.memory_mib / 1024
@@ -177,6 +177,45 @@ def memory_inputs(
         draft_weights_gib=draft,
         calibrated=calibrated,
     )
+
+
+# (dest, flag, lowest allowed, highest allowed): values the engine would accept but that make no
+# physical sense, or that it would reject later with a traceback.
+_RANGES = (
+    ("mem_fraction_static", "--mem-fraction-static", 1e-9, 1.0),
+    ("max_running_requests", "--max-running-requests", 1, None),
+    ("max_total_tokens", "--max-total-tokens", 1, None),
+    ("context_length", "--context-length", 1, None),
+    ("page_size", "--page-size", 1, None),
+    ("max_mamba_cache_size", "--max-mamba-cache-size", 1, None),
+    ("mamba_full_memory_ratio", "--mamba-full-memory-ratio", 1e-9, None),
+    ("speculative_num_steps", "--speculative-num-steps", 1, None),
+    ("speculative_eagle_topk", "--speculative-eagle-topk", 1, None),
+    ("speculative_num_draft_tokens", "--speculative-num-draft-tokens", 1, None),
+    ("cuda_graph_max_bs", "--cuda-graph-max-bs", 1, None),
+    ("max_prefill_tokens", "--max-prefill-tokens", 1, None),
+)
+
+
+def _validate_args(args: dict[str, Any]) -> None:
+    for dest, flag, lo, hi in _RANGES:
+        val = args.get(dest)
+        if val is None or isinstance(val, bool) or not isinstance(val, (int, float)):
+            continue
+        if val != val or val < lo or (hi is not None and val > hi):
+            bound = f"in (0, {hi}]" if hi is not None else f">= {lo}" if lo >= 1 else "> 0"
+            raise ArgumentError(f"{flag} must be {bound}, got {val}")
+    cps = args.get("chunked_prefill_size")
+    if isinstance(cps, int) and not isinstance(cps, bool) and cps == 0:
+        raise ArgumentError("--chunked-prefill-size must be positive, or -1 to disable chunked prefill")
+
+
+@lru_cache(maxsize=256)
+def _weights(model: ModelSpec, tp: int, pp: int, ep: int):
+    """weights_per_rank is a pure function of these; fit re-plans the same model many times."""
+    from servefit.model.weights import weights_per_rank
+
+    return weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True)
 
 
 _HIDDEN = {"cuda_graph_bs"}

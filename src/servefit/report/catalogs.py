@@ -30,23 +30,27 @@ def render_gpus(fmt: str, console: Console | None = None) -> None:
     (console or Console()).print(t)
 
 
+_ABBREV = {"full_attention": "attn", "sliding_window": "swa", "gated_deltanet": "GDN", "mamba2": "mamba2",
+           "kda": "KDA", "mla": "MLA", "short_conv": "conv", "lightning": "lightning", "mlp": "mlp", "moe": "moe"}
+
+
 def render_models(fmt: str, console: Console | None = None) -> None:
     from servefit.catalog import list_entries
 
-    rows = [e.as_dict() if hasattr(e, "as_dict") else dict(e.__dict__) for e in list_entries()]
+    entries = list_entries()
     if fmt == "json":
-        print(json.dumps(rows, indent=2, default=str))
+        rows = [{"id": e.id, "architecture": e.architecture, "layers": e.layers, "params_billion": e.params_b,
+                 "kind": e.kind, "file": e.file, "provenance": e.provenance} for e in entries]
+        print(json.dumps(rows, indent=2))
         return
-    t = Table(title="Model catalog (--model ID, works offline)", title_justify="left")
-    t.add_column("id")
-    t.add_column("architecture")
-    t.add_column("layers")
-    t.add_column("params (B)", justify="right")
-    t.add_column("provenance", overflow="fold")
-    for r in rows:
-        layers = r.get("layers") or {}
-        layer_txt = ", ".join(f"{n} {k}" for k, n in layers.items()) if isinstance(layers, dict) else str(layers)
-        params = r.get("params_billion") or r.get("params_b") or 0
-        t.add_row(str(r.get("id")), str(r.get("architecture", "")), layer_txt, f"{float(params):,.1f}",
-                  str(r.get("provenance", "")))
+    t = Table(title="Model catalog (--model ID, works offline; provenance: --format json)",
+              title_justify="left")
+    t.add_column("id", no_wrap=True)
+    t.add_column("token mixers", overflow="fold")
+    t.add_column("params B", justify="right")
+    for e in entries:
+        mixers = {k: n for k, n in e.layers.items() if k not in ("mlp", "moe")}
+        ffn = "moe" if e.layers.get("moe") else "dense"
+        text = " + ".join(f"{n} {_ABBREV.get(k, k)}" for k, n in mixers.items()) + f" ({ffn})"
+        t.add_row(e.id, text, f"{e.params_b:,.1f}")
     (console or Console()).print(t)

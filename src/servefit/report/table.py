@@ -121,8 +121,9 @@ def args_table(plan: Plan) -> Table:
 def render_plan(plan: Plan, console: Console | None = None) -> None:
     console = console or Console()
     hw = plan.hardware
+    quant = plan.model.dtype if plan.model.quantization == "none" else plan.model.quantization
     head = (
-        f"[bold]{plan.model.name}[/] ({plan.model.architecture}, {plan.model.quantization}) on "
+        f"[bold]{plan.model.name}[/] ({plan.model.architecture}, {quant}) on "
         f"{hw.num_gpus}x {hw.gpu} ({hw.memory_mib:,} MiB), TP {hw.tp_size} PP {hw.pp_size} DP {hw.dp_size} - "
         f"{plan.engine.name} {plan.engine.profile}"
         + (" - calibrated from a log" if plan.calibrated else "")

@@ -339,6 +339,7 @@ def size_pools(
     )
     pools = Pools(
         budget_gib=b.budget,
+        kv_budget_gib=b.budget - b.spec_reserved - b.mamba_reserved,
         kv_bytes_per_token=cell,
         max_total_num_tokens=max(tokens, 0),
         page_size=page,

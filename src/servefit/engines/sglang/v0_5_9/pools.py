@@ -209,6 +209,7 @@ def size_pools(
     )
     pools = Pools(
         budget_gib=budget,
+        kv_budget_gib=rest,
         kv_bytes_per_token=cell,
         max_total_num_tokens=max(tokens, 0),
         page_size=page,

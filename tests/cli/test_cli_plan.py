@@ -1,0 +1,131 @@
+"""`servefit plan` as a user runs it: the seed case, JSON output, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from servefit.cli.main import main
+
+SEED = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.6-27B", "--port", "30000",
+        "--host", "0.0.0.0", "--tp-size", "2", "--context-length", "32768", "--reasoning-parser", "qwen3",
+        "--tool-call-parser", "qwen3_coder", "--speculative-algo", "NEXTN", "--speculative-num-steps", "3",
+        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+FIX = ["--max-running-requests", "16", "--mamba-full-memory-ratio", "0.5", "--mem-fraction-static", "0.88"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_seed_085_fails_and_names_the_consumer(capsys):
+    code, out, err = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--format", "json",
+                         "--", *SEED, "--mem-fraction-static", "0.85")
+    p = json.loads(out)
+    assert code == 1 and p["verdict"] == "fail"
+    assert p["error"] == ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                          "Current value: self.server_args.mem_fraction_static=0.85")
+    # 48 requests (reset for speculative decoding) x 4 draft tokens x 76,972,032 B = 13.76 GiB
+    assert p["error_consumer"] == "speculative mamba state"
+    assert p["resolved_args"]["max_running_requests"] == 48
+    assert p["pools"]["mamba_state_bytes_per_request"] == 76_972_032
+    assert p["per_rank"]["spec_state_gib"] == pytest.approx(48 * 4 * 76_972_032 / 2**30)
+    # budget 14.x GiB - 13.76 - 3.44 (48 state slots): the KV pool is short by ~3 GiB
+    assert p["pools"]["kv_budget_gib"] == pytest.approx(
+        p["pools"]["budget_gib"] - (48 * 4 + 48) * 76_972_032 / 2**30)
+    assert p["pools"]["kv_budget_gib"] < 0
+
+
+def test_seed_fix_starts(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--format", "json",
+                       "--", *SEED, *FIX)
+    p = json.loads(out)
+    assert code == 0 and p["verdict"] == "ok" and p["error"] is None
+    pools = p["pools"]
+    assert pools["effective_max_running_requests"] == 16
+    assert pools["max_mamba_cache_size"] == 16 and pools["mamba_slots_per_request"] == 1
+    assert pools["kv_bytes_per_token"] == 32_768
+    assert pools["max_total_num_tokens"] > 32_768 * 4  # several full-context requests fit
+    assert p["resolved_args"]["disable_radix_cache"] is True
+    assert any(c["arg"] == "speculative_algorithm" and c["new"] == "EAGLE" for c in p["changes"])
+
+
+def test_table_output_shows_verdict_and_engine_lines(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--", *SEED, *FIX)
+    assert code == 0
+    assert "STARTS" in out and "Mamba Cache is allocated. max_mamba_cache_size: 16" in out
+
+
+def test_options_instead_of_a_command(capsys):
+    code, out, _ = run(capsys, "plan", "-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "sglang==0.5.9",
+                       "--tp", "2", "--context-length", "32768", "--format", "json")
+    p = json.loads(out)
+    assert code == 0 and p["hardware"]["tp_size"] == 2 and p["pools"]["context_len"] == 32768
+
+
+def test_unknown_flag_is_a_warning(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--format", "json", "--",
+                       *SEED, *FIX, "--no-such-flag", "7")
+    p = json.loads(out)
+    assert code == 0 and any("--no-such-flag" in w for w in p["warnings"])
+
+
+def test_nearest_profile_is_said(capsys):
+    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--engine", "sglang==0.5.18", "-m", "Qwen/Qwen3.5-27B",
+                       "--format", "json")
+    p = json.loads(out)
+    assert p["engine"]["profile"] == "0.5.23" and "nearest" in p["engine"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "3"], "does not divide"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6001"], "unknown GPU"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "two"], "expects an int"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--mem-fraction-static", "0"], "--mem-fraction-static"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--gpu-mem-mib", "-5"], "--gpu-mem-mib"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--free-gib", "0"], "--free-gib"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "0"], "--tp-size"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "sglang==banana"], "engine version"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "tgi==1.0"], "unknown engine"),
+        (["-m", "Qwen/Qwen3.6-27B"], "no GPU"),
+        (["--gpu", "A6000"], "no model"),
+        (["-m", "/nonexistent/config.json", "--gpu", "A6000"], "no such file"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, "plan", *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("servefit: error: ") and needle in err
+
+
+def test_malformed_config_file(capsys, tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,,}')
+    code, _, err = run(capsys, "plan", "-m", str(bad), "--gpu", "A6000")
+    assert code == 2 and err.count("\n") == 1 and "config.json" in err
+    assert bad.read_text().startswith('{"architectures"')  # nothing the user had is touched
+
+
+def test_unsizable_architecture(capsys):
+    code, _, err = run(capsys, "plan", "-m", "MiniMaxAI/MiniMax-M1", "--gpu", "H200", "--tp-size", "8")
+    assert code == 2 and "MiniMax" in err and err.count("\n") == 1
+
+
+def test_models_and_gpus_lists(capsys):
+    code, out, _ = run(capsys, "models", "--format", "json")
+    ids = {m["id"] for m in json.loads(out)}
+    assert code == 0 and {"Qwen/Qwen3.6-27B", "Qwen/Qwen3.5-27B", "nvidia/Nemotron-H-56B-Base-8K"} <= ids
+    code, out, _ = run(capsys, "gpus", "--format", "json")
+    mib = {g["key"]: g["memory_mib"] for g in json.loads(out)}
+    assert code == 0 and mib["rtx-a6000"] == 49140 and mib["h100-sxm"] == 81559
+
+
+def test_help_teaches(capsys):
+    code, out, _ = run(capsys, "plan", "--help")
+    assert code == 0 and "--measured-free-before-gib" in out and "Exit status" in out
