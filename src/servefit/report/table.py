@@ -37,7 +37,10 @@ def _gib(x: float) -> str:
 
 def memory_table(plan: Plan) -> Table:
     r = plan.per_rank
-    t = Table(title="Memory per GPU rank (GiB)", title_justify="left", show_edge=False)
+    title = "Memory per GPU rank (GiB)"
+    if plan.verdict == "fail":
+        title += ": what the engine had reserved when it gave up"
+    t = Table(title=title, title_justify="left", show_edge=False)
     t.add_column("consumer")
     t.add_column("GiB", justify="right")
     t.add_column("% of GPU", justify="right")
@@ -81,6 +84,10 @@ def pools_table(plan: Plan) -> Table:
     t.add_column("what")
     t.add_column("value", justify="right")
     t.add_row("budget for state + KV", f"{p.budget_gib:,.2f} GiB")
+    t.add_row(
+        "left for the KV pool after the state",
+        Text(f"{p.kv_budget_gib:,.2f} GiB", style="red" if p.kv_budget_gib <= 0 else ""),
+    )
     t.add_row("KV bytes per token", f"{p.kv_bytes_per_token:,}")
     t.add_row("KV tokens (max_total_num_tokens)", f"{p.max_total_num_tokens:,}")
     t.add_row(
