@@ -7,6 +7,7 @@ import sys
 import click
 
 from servefit.cli.inputs import plan_options, request_from_cli
+from servefit.cli.lazy import LazyGroup
 
 EPILOG_PLAN = """\b
 Examples:
@@ -28,7 +29,22 @@ Exit status: 0 the engine will start, 1 it will fail (the error is printed), 2 b
 """
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Commands in their own modules (servefit/cli/<name>_cmd.py), imported only when used.
+LAZY_COMMANDS = {
+    "doctor": "servefit.cli.doctor_cmd:doctor",
+    "launch": "servefit.cli.launch_cmd:launch",
+    "stop": "servefit.cli.launch_cmd:stop",
+    "runs": "servefit.cli.launch_cmd:runs",
+    "logs": "servefit.cli.launch_cmd:logs",
+    "verify": "servefit.cli.verify_cmd:verify",
+}
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=LAZY_COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(package_name="servefit")
 def cli() -> None:
     """Plan SGLang memory for dense and hybrid (GDN, Mamba2, KDA) models before you launch."""
@@ -97,7 +113,9 @@ def main(argv: list[str] | None = None) -> None:
         i = argv.index("--")
         argv, launch = argv[:i], argv[i + 1 :]
     try:
-        rc = cli.main(args=argv, prog_name="servefit", standalone_mode=False, obj={LAUNCH_KEY: launch})
+        rc = cli.main(
+            args=argv, prog_name="servefit", standalone_mode=False, obj={LAUNCH_KEY: launch}
+        )
     except ServefitError as exc:
         click.echo(f"servefit: error: {exc}", err=True)
         sys.exit(exc.exit_code)
@@ -109,6 +127,20 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("servefit: aborted", err=True)
         sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("servefit: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug in servefit, not bad input: still one line unless debugging
+        import os
+
+        if os.environ.get("SERVEFIT_DEBUG"):
+            raise
+        click.echo(
+            f"servefit: internal error: {type(exc).__name__}: {exc} "
+            "(set SERVEFIT_DEBUG=1 for the traceback, and please report it)",
+            err=True,
+        )
+        sys.exit(3)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
