@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from servefit.engines.base import ResolvedArgs
+from servefit.engines.recorder import Recorder
 from servefit.engines.sglang import common
 from servefit.engines.sglang.v0_5_23 import heuristics as h
 from servefit.engines.sglang.v0_5_23.tables import (
@@ -28,7 +29,6 @@ from servefit.engines.sglang.v0_5_23.tables import (
 from servefit.errors import UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Change
 
 SPEC_EAGLE = ("EAGLE", "EAGLE3", "STANDALONE")
 RESET_48 = (
@@ -36,26 +36,6 @@ RESET_48 = (
     "by explicitly setting --max-running-requests."
 )
 TOPK1_FIX = "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1"
-
-
-class Recorder:
-    """Applies a resolution step's declaration and records it as a Change (+ the engine's log)."""
-
-    def __init__(self, v: dict[str, Any]):
-        self.v = v
-        self.changes: list[Change] = []
-        self.logs: list[str] = []
-
-    def set(self, arg: str, new: Any, reason: str, log: str | None = None) -> None:
-        old = self.v.get(arg)
-        self.v[arg] = new
-        if old != new:
-            self.changes.append(Change(arg=arg, old=old, new=new, reason=reason, log=log))
-        if log:
-            self.logs.append(log)
-
-    def log(self, line: str) -> None:
-        self.logs.append(line)
 
 
 def env_true(env: dict[str, str], name: str) -> bool:

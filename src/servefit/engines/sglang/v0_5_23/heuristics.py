@@ -15,7 +15,7 @@ from servefit.hardware.spec import GPUSpec
 from servefit.model.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from servefit.engines.sglang.v0_5_23.args import Recorder
+    from servefit.engines.recorder import Recorder
 
 # sglang/srt/model_executor/cuda_graph_config.py:Backend
 FULL, BREAKABLE, DISABLED = "full", "breakable", "disabled"

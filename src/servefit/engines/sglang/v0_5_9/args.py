@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from servefit.engines.base import ResolvedArgs
+from servefit.engines.recorder import Recorder
 from servefit.engines.sglang import common
 from servefit.errors import UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Change
 
 # sglang/srt/server_args.py:ServerArgs field defaults (0.5.9) for the args servefit mirrors.
 DEFAULTS: dict[str, Any] = {
@@ -137,27 +137,12 @@ def is_multimodal(model: ModelSpec, v: dict[str, Any]) -> bool:
     return bool(enable) and model.architecture in MULTIMODAL_ARCHS
 
 
-class _Recorder:
-    def __init__(self, v: dict[str, Any]):
-        self.v = v
-        self.changes: list[Change] = []
-        self.logs: list[str] = []
-
-    def set(self, arg: str, new: Any, reason: str, log: str | None = None) -> None:
-        old = self.v.get(arg)
-        self.v[arg] = new
-        if old != new:
-            self.changes.append(Change(arg=arg, old=old, new=new, reason=reason, log=log))
-        if log:
-            self.logs.append(log)
-
-
 def resolve_args(
     model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
 ) -> ResolvedArgs:
     v = dict(DEFAULTS)
     v.update({k: val for k, val in user_args.items() if val is not None})
-    r = _Recorder(v)
+    r = Recorder(v)
     if model.is_hybrid and model.architecture not in STATE_POOL_ARCHS:
         raise UnsupportedModelError(
             f"SGLang 0.5.9 has no recurrent-state pool for {model.architecture} "
@@ -202,7 +187,7 @@ def resolve_args(
     )
 
 
-def _gpu_memory_settings(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: _Recorder) -> None:
+def _gpu_memory_settings(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: Recorder) -> None:
     """server_args.py:ServerArgs._handle_gpu_memory_settings (0.5.9)."""
     tp = v["tp_size"]
     # (upper bound MiB, chunked_prefill_size, cuda_graph_max_bs tp<4, tp>=4)
@@ -268,7 +253,7 @@ def _gpu_memory_settings(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: _
     r.set("mem_fraction_static", frac, f"default heuristic: {why}")
 
 
-def _mamba_radix_cache(model: ModelSpec, v: dict[str, Any], r: _Recorder) -> None:
+def _mamba_radix_cache(model: ModelSpec, v: dict[str, Any], r: Recorder) -> None:
     """server_args.py:ServerArgs._handle_mamba_radix_cache via _handle_model_specific_adjustments."""
     arch = model.architecture
     if arch not in MAMBA_RADIX_ARCHS:
@@ -316,7 +301,7 @@ def _mamba_radix_cache(model: ModelSpec, v: dict[str, Any], r: _Recorder) -> Non
         )
 
 
-def _speculative(model: ModelSpec, v: dict[str, Any], r: _Recorder, env: dict[str, str]) -> None:
+def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder, env: dict[str, str]) -> None:
     """server_args.py:ServerArgs._handle_speculative_decoding (0.5.9)."""
     if v["speculative_algorithm"] == "NEXTN":
         r.set("speculative_algorithm", "EAGLE", "NEXTN is an alias of EAGLE")
