@@ -1,36 +1,70 @@
-"""servefit: plan SGLang memory for dense and hybrid LLMs before launch.
+"""servefit: plan, explain and fit SGLang memory for dense and hybrid LLMs before launch.
 
     >>> import servefit
     >>> p = servefit.plan("Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9", tp_size=2,
     ...                   context_length=32768, mem_fraction_static=0.85)
     >>> p.verdict, p.pools.max_total_num_tokens
+    >>> e = servefit.explain("Qwen/Qwen3.6-27B", gpu="A6000", tp_size=2)     # -> Explanation
+    >>> r = servefit.fit("Qwen/Qwen3.6-27B", gpu="A6000", num_gpus=2, context=32768)  # -> FitResult
 
+See servefit.api for the full signatures and docs/explain-fit.md for the result types.
 Imports are lazy: `import servefit` costs almost nothing.
+
+`plan`, `explain` and `fit` are both API functions and the names of subpackages
+(servefit/plan/, servefit/explain/, servefit/fit/). The package keeps the functions bound to
+those names (importing a subpackage does not replace them), and each function still reaches
+its subpackage's modules as attributes (servefit.plan.planner, servefit.fit.search).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+import importlib
+import sys
+import types
+from typing import Any
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
-    from servefit.plan.schema import Plan
+_API = ("plan", "explain", "fit")
 
 
-def plan(model: Any, *, gpu: Any, engine: str = "sglang", num_gpus: int | None = None,
-         env: dict[str, str] | None = None, gpu_mem_mib: int | None = None, free_gib: float | None = None,
-         measured_free_before_gib: float | None = None, measured_weights_gib: float | None = None,
-         **engine_args: Any) -> Plan:
-    """Plan one launch. `engine_args` use the engine's dest names (tp_size=2, mem_fraction_static=0.85)."""
-    from servefit.plan.planner import PlanRequest
-    from servefit.plan.planner import plan as _plan
+class _Entry:
+    """An API function that also resolves attributes of the same-named subpackage."""
 
-    return _plan(PlanRequest(
-        model=model, gpu=gpu, engine=engine, args=engine_args, env=dict(env or {}), num_gpus=num_gpus,
-        gpu_mem_mib=gpu_mem_mib, free_gib=free_gib, measured_free_before_gib=measured_free_before_gib,
-        measured_weights_gib=measured_weights_gib,
-    ))
+    def __init__(self, name: str):
+        from servefit import api
+
+        functools.update_wrapper(self, getattr(api, name))
+        self._subpackage = f"{__name__}.{name}"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__wrapped__(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        module = importlib.import_module(self._subpackage)
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            return importlib.import_module(f"{self._subpackage}.{attr}")
+
+    def __repr__(self) -> str:
+        return f"<servefit.{self.__name__} (function; subpackage {self._subpackage})>"
 
 
-__all__ = ["plan", "__version__"]
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Importing servefit.plan (etc.) would bind the subpackage over the API function.
+        if name in _API and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+plan = _Entry("plan")
+explain = _Entry("explain")
+fit = _Entry("fit")
+
+__all__ = ["plan", "explain", "fit", "__version__"]

@@ -81,7 +81,6 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     """Build a PlanRequest from options, leftover engine flags and the launch command."""
     from servefit.engines.command import parse_launch_command
     from servefit.engines.registry import parse_engine, select
-    from servefit.engines.sglang.flags import load_flags, parse_argv
     from servefit.errors import ArgumentError
     from servefit.plan.planner import PlanRequest
 
@@ -104,13 +103,22 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         engine_argv = engine_argv + list(cmd.argv)
     engine_spec = engine_spec or "sglang"
     _, ref = select(engine_spec)
+    # Each engine's flags are read with its own table and parser (vLLM: `vllm serve MODEL`,
+    # underscores or dashes, dotted JSON keys; SGLang: --model-path).
+    if ref.name == "vllm":
+        from servefit.engines.vllm.flags import load_flags, parse_argv
+    else:
+        from servefit.engines.sglang.flags import load_flags, parse_argv
     parsed = parse_argv(load_flags(ref.profile), engine_argv)
     if parsed.errors:
         raise ArgumentError(parsed.errors[0])
     warnings = [f"unknown {ref.name} {ref.profile} flag ignored: {u}" for u in parsed.unknown]
     values = dict(parsed.values)
-    model = opts.get("model") or values.pop("model_path", None)
-    values.pop("model_path", None)
+    model_keys = ("model_tag", "model") if ref.name == "vllm" else ("model_path",)
+    found = [values.pop(k) for k in model_keys if values.get(k) is not None]
+    for k in model_keys:
+        values.pop(k, None)
+    model = opts.get("model") or (found[0] if found else None)
     if parsed.positionals and model is None:
         model = parsed.positionals[0]
     if not model:

@@ -37,6 +37,8 @@ LAZY_COMMANDS = {
     "runs": "servefit.cli.launch_cmd:runs",
     "logs": "servefit.cli.launch_cmd:logs",
     "verify": "servefit.cli.verify_cmd:verify",
+    "explain": "servefit.cli.explain_cmd:explain",
+    "fit": "servefit.cli.fit_cmd:fit",
 }
 
 

@@ -15,8 +15,12 @@ PROFILES: dict[str, dict[str, str]] = {
         "0.5.9": "servefit.engines.sglang.v0_5_9",
         "0.5.23": "servefit.engines.sglang.v0_5_23",
     },
+    "vllm": {
+        "0.24.0": "servefit.engines.vllm.v0_24_0",
+        "0.33.0": "servefit.engines.vllm.v0_33_0",
+    },
 }
-DEFAULT_VERSION = {"sglang": "0.5.23"}
+DEFAULT_VERSION = {"sglang": "0.5.23", "vllm": "0.33.0"}
 
 
 def _vtuple(version: str) -> tuple[int, ...]:

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from servefit.engines.base import MemoryInputs
+from servefit.engines.base import MemoryInputs, Sizing
 from servefit.errors import ArgumentError, HardwareError
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import HardwareRef, ModelRef, Plan
+from servefit.plan.schema import HardwareRef, ModelRef, PerRank, Plan, Pools
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,19 @@ def plan(request: PlanRequest) -> Plan:
     model = resolve_model(request.model)
     gpu, gpu_source = resolve_gpu(request.gpu, request.gpu_mem_mib)
     args = dict(request.args)
-    tp, pp, dp, ep = (int(1 if args.get(k) is None else args[k]) for k in ("tp_size", "pp_size", "dp_size", "ep_size"))
-    for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
-        if val <= 0:
-            raise ArgumentError(f"--{name} must be a positive integer, got {val}")
-    _validate_args(args)
-    world = tp * pp * (1 if args.get("enable_dp_attention") else dp)
+    # Engines whose flags name parallelism differently (vLLM: --tensor-parallel-size, ...) say
+    # how to read it; the SGLang path below is the default.
+    engine_sizes = getattr(profile, "parallel_sizes", None)
+    if engine_sizes is not None:
+        tp, pp, dp, ep = engine_sizes(args)
+        world = tp * pp * dp
+    else:
+        tp, pp, dp, ep = (int(1 if args.get(k) is None else args[k]) for k in ("tp_size", "pp_size", "dp_size", "ep_size"))
+        for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
+            if val <= 0:
+                raise ArgumentError(f"--{name} must be a positive integer, got {val}")
+        _validate_args(args)
+        world = tp * pp * (1 if args.get("enable_dp_attention") else dp)
     num_gpus = request.num_gpus or world
     if num_gpus < world:
         raise ArgumentError(
@@ -86,13 +93,21 @@ def plan(request: PlanRequest) -> Plan:
         )
     gpus = GPUSet(gpu=gpu, count=num_gpus, free_gib_override=request.free_gib, source=gpu_source)
 
-    from servefit.engines.sglang.common import check_heads_divisible
+    if engine_sizes is not None:
+        profile.check_heads_divisible(model, tp)
+    else:
+        from servefit.engines.sglang.common import check_heads_divisible
 
-    attn_tp = tp // dp if args.get("enable_dp_attention") else tp
-    check_heads_divisible(model, attn_tp)
+        attn_tp = tp // dp if args.get("enable_dp_attention") else tp
+        check_heads_divisible(model, attn_tp)
     resolved = profile.resolve_args(model, gpus, args, dict(request.env))
-    memory = memory_inputs(model, gpus, resolved.values, request)
-    sizing = profile.size_pools(model, gpus, resolved, memory)
+    engine_memory = getattr(profile, "memory_inputs", None)  # vLLM: CUDA total, init snapshot
+    if engine_memory is not None:
+        memory = engine_memory(model, gpus, resolved.values, request)
+    else:
+        memory = memory_inputs(model, gpus, resolved.values, request)
+    # An engine that stops while resolving its args never profiles memory: nothing to size.
+    sizing = _unsized(memory, resolved) if resolved.error else profile.size_pools(model, gpus, resolved, memory)
 
     error = resolved.error or sizing.error
     warnings = list(request.warnings) + list(resolved.warnings) + list(sizing.warnings)
@@ -100,15 +115,7 @@ def plan(request: PlanRequest) -> Plan:
         warnings.insert(0, engine_ref.note)
     return Plan(
         engine=engine_ref,
-        model=ModelRef(
-            name=model.name,
-            architecture=model.architecture,
-            source=model.source,
-            layers=model.kind_counts(),
-            dtype=model.dtype,
-            quantization=model.quant.method,
-            params_billion=round(model.params.total / 1e9, 3),
-        ),
+        model=_model_ref(model),
         hardware=HardwareRef(
             gpu=gpu.name,
             num_gpus=num_gpus,
@@ -133,6 +140,20 @@ def plan(request: PlanRequest) -> Plan:
         log_lines=list(resolved.log_lines) + list(sizing.log_lines),
         warnings=warnings,
     )
+
+
+def _unsized(memory: MemoryInputs, resolved) -> Sizing:
+    """The Sizing of a launch that fails before memory profiling: weights only, empty pools."""
+    v = resolved.values
+    pools = Pools(budget_gib=0.0, kv_budget_gib=0.0, kv_bytes_per_token=0, max_total_num_tokens=0,
+                  page_size=int(v.get("page_size") or v.get("block_size") or 1),
+                  context_len=int(v.get("context_len") or v.get("max_model_len") or 0),
+                  effective_max_running_requests=0, cap_reason="start-up error before memory profiling",
+                  max_concurrency_at_context=0.0)
+    per_rank = PerRank(total_gib=memory.total_gib, pre_load_free_gib=memory.pre_load_free_gib,
+                       weights_gib=memory.weights_gib, draft_weights_gib=memory.draft_weights_gib,
+                       reserved_gib=0.0, free_gib=memory.pre_load_free_gib - memory.weights_gib)
+    return Sizing(pools=pools, per_rank=per_rank)
 
 
 def memory_inputs(
@@ -211,11 +232,47 @@ def _validate_args(args: dict[str, Any]) -> None:
 
 
 @lru_cache(maxsize=256)
-def _weights(model: ModelSpec, tp: int, pp: int, ep: int):
-    """weights_per_rank is a pure function of these; fit re-plans the same model many times."""
+def _weights_by_value(model: ModelSpec, tp: int, pp: int, ep: int):
     from servefit.model.weights import weights_per_rank
 
     return weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True)
+
+
+# explain and fit re-plan one ModelSpec object thousands of times: look it up by identity first
+# (hashing a ModelSpec walks every layer), keeping the object so its id cannot be reused.
+_BY_ID: dict[tuple, tuple[ModelSpec, Any]] = {}
+
+
+def _by_identity(model: ModelSpec, key: tuple, make):
+    hit = _BY_ID.get((id(model), *key))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    if len(_BY_ID) > 512:
+        _BY_ID.clear()
+    value = make()
+    _BY_ID[(id(model), *key)] = (model, value)
+    return value
+
+
+def _weights(model: ModelSpec, tp: int, pp: int, ep: int):
+    """weights_per_rank is a pure function of these; fit re-plans the same model many times."""
+    return _by_identity(model, ("w", tp, pp, ep), lambda: _weights_by_value(model, tp, pp, ep))
+
+
+def _model_ref(model: ModelSpec) -> ModelRef:
+    return _by_identity(
+        model,
+        ("ref",),
+        lambda: ModelRef(
+            name=model.name,
+            architecture=model.architecture,
+            source=model.source,
+            layers=model.kind_counts(),
+            dtype=model.dtype,
+            quantization=model.quant.method,
+            params_billion=round(model.params.total / 1e9, 3),
+        ),
+    )
 
 
 _HIDDEN = {"cuda_graph_bs"}

@@ -90,6 +90,12 @@ class Pools(_Frozen):
     effective_max_running_requests: int
     cap_reason: str
     max_concurrency_at_context: float  # full-context requests the KV pool can hold
+    # vLLM's block pool (None for SGLang): tokens per block, blocks in the shared pool, the pool
+    # size its "Mamba cache blocks" check compares max_num_seqs with, the exact concurrency.
+    block_size: int | None = None
+    num_blocks: int | None = None
+    mamba_blocks: int | None = None
+    max_concurrency: float | None = None
 
 
 class Consumer(_Frozen):

@@ -1,0 +1,54 @@
+"""`servefit doctor LOG`: read an SGLang / vLLM log, find the root cause, re-plan from its numbers."""
+
+from __future__ import annotations
+
+import click
+
+EPILOG = """\b
+Examples:
+  servefit doctor sglang-serve.log
+  servefit doctor sglang-serve.log --since "10:40" \\
+      --command "python -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2 ..."
+  servefit doctor vllm.log --gpu H100 --format json
+
+\b
+The diagnosis uses the latest complete launch in the file (or the one whose arguments match
+--command) and says which. Memory figures are re-planned with the log's own measurements.
+Exit status: 0 nothing wrong, 1 the launch failed or something needs attention, 2 bad input.
+"""
+
+
+@click.command("doctor", epilog=EPILOG)
+@click.argument("log", metavar="LOG")
+@click.option("--command", "command", default=None,
+              help="The launch command you are debugging: the log is checked against it, and the fix is applied to it.")
+@click.option("--since", default=None,
+              help="When you started that launch ('2026-04-20 10:40', '10:40', or an age like 30m): "
+              "older launches in the file are reported as stale.")
+@click.option("-m", "--model", default=None, help="Model config for the re-plan (path, catalog id or Hub id), "
+              "when the log's model path is not readable here.")
+@click.option("-g", "--gpu", default=None, help="GPU name (see `servefit gpus`), when the log does not say.")
+@click.option("-e", "--engine", default=None, help="Engine version for the re-plan, e.g. sglang==0.5.9 "
+              "(SGLang does not print its version).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="table for people, json (one object, docs/doctor-json.md) for scripts.")
+@click.pass_context
+def doctor(ctx: click.Context, log: str, command: str | None, since: str | None, model: str | None,
+           gpu: str | None, engine: str | None, fmt: str) -> None:
+    """Diagnose an SGLang or vLLM log: root cause, fix, and what to watch on a server that started."""
+    from servefit.doctor.diagnose import diagnose
+    from servefit.doctor.launches import read_log
+
+    if engine is not None:
+        from servefit.engines.registry import parse_engine
+
+        parse_engine(engine)  # one clear line for a malformed --engine
+    facts = read_log(log)
+    report = diagnose(facts, command=command, since=since, model=model, gpu=gpu, engine=engine)
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        from servefit.doctor.render import render
+
+        render(report)
+    ctx.exit(0 if report.status == "ok" else 1)

@@ -1,0 +1,65 @@
+"""`servefit explain`: which memory, which consumer, which flag, and the minimal fix."""
+
+from __future__ import annotations
+
+import click
+
+from servefit.cli.inputs import plan_options, request_from_cli
+from servefit.cli.output import emit, format_options
+
+EPILOG = """\b
+Examples:
+  servefit explain --gpu A6000 --engine sglang==0.5.9 -- \\
+      python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B --tp-size 2 \\
+      --context-length 32768 --speculative-algo NEXTN --speculative-num-steps 3 \\
+      --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --mem-fraction-static 0.85
+  servefit explain -m Qwen/Qwen3.6-27B --gpu A6000 --tp-size 2 --html explain.html
+
+\b
+Same inputs as `servefit plan`. Shows the consumers per rank with their formulas, re-plans
+every lever (saying which have no effect here, and why), whether each of your flags
+mattered, and for a failing launch the minimal fix.
+Exit status: 0 starts, 1 fails, 2 bad input.
+"""
+
+
+@click.command(
+    "explain",
+    epilog=EPILOG,
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
+@plan_options
+@format_options
+@click.option(
+    "--min-free-gib",
+    type=float,
+    default=2.0,
+    show_default=True,
+    help="Headroom the minimal fix must leave after the pools (activations, CUDA graphs).",
+)
+@click.option("--allow-lossy", is_flag=True, help="Let the fix change the KV / SSM-state dtypes.")
+@click.option("--no-fix", is_flag=True, help="Skip the minimal-fix search.")
+@click.pass_context
+def explain(
+    ctx: click.Context,
+    fmt: str,
+    html_path: str | None,
+    min_free_gib: float,
+    allow_lossy: bool,
+    no_fix: bool,
+    **opts,
+) -> None:
+    """Which memory, which consumer, which flag: explain a launch and find the minimal fix."""
+    from servefit.errors import ArgumentError
+    from servefit.explain.analysis import explain_request
+    from servefit.report.explain_view import render_explanation
+
+    if min_free_gib < 0:
+        raise ArgumentError(f"--min-free-gib must be >= 0, got {min_free_gib}")
+    result = explain_request(
+        request_from_cli(ctx, opts),
+        min_free_gib=min_free_gib,
+        with_fix=not no_fix,
+        allow_lossy=allow_lossy,
+    )
+    emit(ctx, result, fmt, html_path, render_explanation, result.outcome.verdict == "ok")

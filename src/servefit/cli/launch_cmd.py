@@ -1,0 +1,503 @@
+"""`servefit launch`, `stop`, `runs`, `logs`: supervised engine launches."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from servefit.cli.inputs import plan_options
+
+EPILOG_LAUNCH = """\b
+Examples:
+  servefit launch --gpu A6000 -- python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B \\
+      --tp-size 2 --context-length 32768 --mem-fraction-static 0.88 --max-running-requests 16
+  servefit launch -- vllm serve Qwen/Qwen3-8B --port 8001
+  servefit runs; servefit logs; servefit stop
+
+\b
+Before starting, the launch is planned and refused (exit 1) when the engine would fail; the
+GPUs (NVML), the port and CUDA_VISIBLE_DEVICES are checked; --force starts anyway. The engine
+runs in its own process group under a detached supervisor, with its output in a fresh
+runs/<time>-<id>/engine.log. `launch` returns once /health, /v1/models and one chat completion
+answer (exit 0), or when the engine fails (exit 1, with the diagnosis of its log). Ctrl-C while
+it starts stops the engine. GPU names: `servefit gpus`; without --gpu the local GPUs are used.
+"""
+
+
+def _runs_root(runs_dir: str | None) -> Path:
+    from servefit.launch.rundir import default_root
+
+    return Path(runs_dir).expanduser() if runs_dir else default_root()
+
+
+def _runs_dir_option(f):
+    return click.option(
+        "--runs-dir",
+        default=None,
+        metavar="DIR",
+        help="Where runs live (default: $SERVEFIT_RUNS_DIR or ~/.local/state/servefit/runs).",
+    )(f)
+
+
+# ---------------------------------------------------------------------------------- launch
+
+
+def _plan_request(
+    ctx: click.Context, opts: dict[str, Any], launch: Any, gpus: Any
+) -> tuple[Any, str | None, bool]:
+    """(PlanRequest, None, False), or (None, why the launch is not planned, whether the reason
+    is one the engine itself would reject the launch for)."""
+    from servefit.cli.inputs import request_from_cli
+    from servefit.errors import ArgumentError, HardwareError, ServefitError
+
+    if not launch.recognised:
+        return (
+            None,
+            (
+                "the program is not an engine entrypoint servefit reads flags from "
+                "(python -m sglang.launch_server, sglang serve, vllm serve)"
+            ),
+            False,
+        )
+    gpu = opts.get("gpu")
+    if not gpu:
+        if not gpus.devices:
+            return (
+                None,
+                f"no --gpu given and no local GPU ({gpus.reason or 'NVML sees none'})",
+                False,
+            )
+        gpu = "local"
+    try:
+        return request_from_cli(ctx, {**opts, "gpu": gpu}), None, False
+    except HardwareError as exc:
+        if opts.get("gpu"):
+            raise  # a --gpu the user typed that servefit does not know: bad input
+        return None, str(exc), False
+    except ArgumentError as exc:  # flags or parallelism the engine would reject as well
+        return None, str(exc), True
+    except ServefitError as exc:  # a model servefit cannot read, an engine without a profile
+        return None, str(exc), False
+
+
+def _extra_env(opts: dict[str, Any]) -> dict[str, str]:
+    """--env KEY=VALUE options: for the plan and for the engine's environment."""
+    from servefit.errors import ArgumentError
+
+    env = {}
+    for item in opts.get("env") or ():
+        if "=" not in item:
+            raise ArgumentError(f"--env expects KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        env[k] = v
+    return env
+
+
+@click.command("launch", epilog=EPILOG_LAUNCH)
+@plan_options
+@click.option("--force", is_flag=True, help="Launch even when a preflight check fails.")
+@_runs_dir_option
+@click.option(
+    "--ready-timeout",
+    type=float,
+    default=1800.0,
+    show_default=True,
+    help="Seconds from start to ready before the launch counts as failed.",
+)
+@click.option(
+    "--probe-timeout",
+    type=float,
+    default=5.0,
+    show_default=True,
+    help="Seconds for one /health or /v1/models request.",
+)
+@click.option(
+    "--chat-timeout",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds for the readiness chat completion.",
+)
+@click.option(
+    "--health-path",
+    type=click.Choice(["/health", "/health_generate"]),
+    default="/health",
+    show_default=True,
+)
+@click.option(
+    "--health-interval",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="Seconds between health checks once ready.",
+)
+@click.option(
+    "--probe-interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Seconds between readiness probes while the engine starts.",
+)
+@click.option(
+    "--settle",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Seconds the engine must stay alive and healthy after its first answer.",
+)
+@click.option(
+    "--grace",
+    type=float,
+    default=15.0,
+    show_default=True,
+    help="Seconds between SIGTERM and SIGKILL when servefit stops the engine.",
+)
+@click.option(
+    "--keep-failed", is_flag=True, help="Leave an engine that never became ready running."
+)
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Stay attached after ready, until the engine exits (Ctrl-C detaches).",
+)
+@click.pass_context
+def launch(
+    ctx: click.Context,
+    force: bool,
+    runs_dir: str | None,
+    ready_timeout: float,
+    probe_timeout: float,
+    chat_timeout: float,
+    health_path: str,
+    health_interval: float,
+    probe_interval: float,
+    settle: float,
+    grace: float,
+    keep_failed: bool,
+    follow: bool,
+    **opts: Any,
+) -> None:
+    """Start an engine under supervision: preflight, fresh log, progress, readiness."""
+    from rich.console import Console
+
+    from servefit.cli.inputs import LAUNCH_KEY
+    from servefit.errors import ArgumentError
+    from servefit.hardware.nvml import local_gpus
+    from servefit.launch.command import parse_launch
+    from servefit.launch.preflight import run_preflight
+    from servefit.launch.progress import render_checks
+    from servefit.launch.schema import SupervisorConfig
+    from servefit.launch.supervisor import prepare_run, spawn_supervisor
+
+    for name, value in (
+        ("--ready-timeout", ready_timeout),
+        ("--probe-timeout", probe_timeout),
+        ("--chat-timeout", chat_timeout),
+        ("--health-interval", health_interval),
+        ("--probe-interval", probe_interval),
+    ):
+        if not value > 0:
+            raise ArgumentError(f"{name} must be positive, got {value:g}")
+    if settle < 0 or grace < 0:
+        raise ArgumentError("--settle and --grace must not be negative")
+    words = (ctx.obj or {}).get(LAUNCH_KEY)
+    if not words:
+        raise ArgumentError(
+            "no launch command: put it after `--`, e.g. servefit launch -- python -m sglang.launch_server ..."
+        )
+    launch_cmd = parse_launch(list(words), opts.get("engine"))
+    console = Console(highlight=False)
+    gpus = local_gpus()
+    request, skip, rejected = _plan_request(ctx, opts, launch_cmd, gpus)
+    console.print(f"[bold]preflight[/] {launch_cmd.engine} · {launch_cmd.url}")
+    pre = run_preflight(
+        launch_cmd, request, plan_skip_reason=skip, plan_rejected=rejected, gpus_fn=lambda: gpus
+    )
+    render_checks(console, pre.checks)
+    if pre.refused and not force:
+        n = len(pre.failures())
+        console.print(
+            f"[red]not launched[/]: {n} check{'s' if n != 1 else ''} failed; fix "
+            f"{'it' if n == 1 else 'them'} or launch anyway with --force"
+        )
+        ctx.exit(1)
+    config = SupervisorConfig(
+        ready_timeout_s=ready_timeout,
+        probe_timeout_s=probe_timeout,
+        chat_timeout_s=chat_timeout,
+        health_path=health_path,
+        health_interval_s=health_interval,
+        probe_interval_s=probe_interval,
+        settle_s=settle,  # type: ignore[arg-type]
+        grace_s=grace,
+        keep_failed=keep_failed,
+    )
+    run = prepare_run(
+        _runs_root(runs_dir),
+        launch_cmd,
+        extra_env=_extra_env(opts),
+        plan=pre.plan,
+        checks=pre.checks,
+        config=config,
+        forced=bool(force and pre.refused),
+        typed=list(words),
+    )
+    console.print(f"[bold]launch[/] {run.id}  {launch_cmd.command_line}")
+    watcher = spawn_supervisor(run)
+    ctx.exit(_follow_run(console, run, watcher, follow))
+
+
+def _follow_run(console: Any, run: Any, watcher: Any, follow: bool) -> int:
+    from servefit.launch.progress import ProgressView
+
+    view = ProgressView(console, run.read_json(run.plan_path))
+    rec = run.read()
+    try:
+        while True:
+            rec = run.read()
+            view.update(rec)
+            if rec.state == "ready" and not follow:
+                break
+            if rec.terminal:
+                _wait_supervisor(watcher, run)
+                rec = run.read()
+                break
+            if watcher.poll() is not None:
+                rec = run.read()
+                if not rec.terminal and not (rec.state == "ready" and not follow):
+                    view.close()
+                    return _supervisor_died(console, run, rec)
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        view.close()
+        if rec.state == "ready":
+            console.print(f"detached; the engine keeps running (servefit stop {run.id})")
+            return 0
+        console.print("interrupted: stopping the engine ...")
+        from servefit.launch.stop import stop_run
+
+        stop_run(run, by="Ctrl-C during start-up")
+        rec = run.read()
+        console.print(f"[yellow]stopped[/]: {rec.message or 'stopped'}")
+        return 130
+    view.close()
+    return _summary(console, run, rec)
+
+
+def _wait_supervisor(watcher: Any, run: Any, timeout_s: float = 60.0) -> None:
+    """The supervisor exits once it has recorded the exit and diagnosed the log."""
+    import subprocess
+
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        watcher.wait(timeout=timeout_s)
+
+
+def _supervisor_died(console: Any, run: Any, rec: Any) -> int:
+    from servefit.launch.diagnose import tail
+
+    console.print(f"[red]the supervisor of run {run.id} exited unexpectedly[/]")
+    for line in tail(run.supervisor_log_path, 20):
+        console.print(f"  {line}", markup=False)
+    if rec.pid:
+        from servefit.launch.stop import stop_run
+
+        stop_run(run, by="servefit launch (supervisor failed)")
+    return 1
+
+
+def _summary(console: Any, run: Any, rec: Any) -> int:
+    if rec.state == "ready":
+        took = rec.timings.time_to_ready_s
+        model = f" serving {rec.served_model}" if rec.served_model else ""
+        console.print(f"[green]ready[/] after {took:.1f} s: {rec.url}{model}")
+        console.print(
+            f"  logs: servefit logs {run.id}    stop: servefit stop {run.id}    run: {run.path}"
+        )
+        return 0
+    colour = "red" if rec.state == "failed" else "yellow"
+    console.print(f"[{colour}]{rec.state}[/]: {rec.message or ''}", markup=True)
+    if rec.state == "failed":
+        text = None
+        with contextlib.suppress(OSError):
+            text = run.diagnosis_path.read_text(encoding="utf-8")
+        if text:
+            console.print("[bold]diagnosis[/]")
+            console.print(text.rstrip(), markup=False)
+        elif rec.diagnosis:
+            console.print(f"diagnosis: {rec.diagnosis}", markup=False)
+    console.print(f"  log: {run.log_path}")
+    return 1
+
+
+# ---------------------------------------------------------------------------------- stop
+
+
+@click.command("stop")
+@click.argument("run_ref", metavar="[RUN]", required=False)
+@click.option(
+    "--grace",
+    type=float,
+    default=None,
+    help="Seconds between SIGTERM and SIGKILL (default: the run's, 15).",
+)
+@click.option("--port-timeout", type=float, default=10.0, show_default=True)
+@click.option("--gpu-timeout", type=float, default=30.0, show_default=True)
+@_runs_dir_option
+def stop(
+    run_ref: str | None,
+    grace: float | None,
+    port_timeout: float,
+    gpu_timeout: float,
+    runs_dir: str | None,
+) -> None:
+    """Stop a run: only the process group servefit started (SIGTERM, grace, SIGKILL)."""
+    from servefit.errors import ArgumentError
+    from servefit.launch.rundir import list_runs, resolve
+    from servefit.launch.stop import owned_members, stop_run
+
+    root = _runs_root(runs_dir)
+    if grace is not None and grace < 0:
+        raise ArgumentError(f"--grace must not be negative, got {grace:g}")
+    if run_ref is None:
+        active = [r for r in list_runs(root) if _is_active(r.read(), owned_members)]
+        if not active:
+            click.echo("no run is running")
+            return
+        if len(active) > 1:
+            ids = ", ".join(r.id for r in active)
+            raise ArgumentError(f"several runs are running ({ids}); name the one to stop")
+        run = active[0]
+    else:
+        run = resolve(root, run_ref)
+    result = stop_run(run, grace_s=grace, port_timeout_s=port_timeout, gpu_timeout_s=gpu_timeout)
+    if not result.was_running:
+        click.echo(f"{run.id}: not running ({result.state})")
+        return
+    how = " then ".join(result.signals)
+    escalated = " (it ignored SIGTERM for the grace period)" if result.escalated else ""
+    click.echo(
+        f"{run.id}: sent {how}{escalated}; the engine {result.exit or 'exit status unknown'}"
+    )
+    if result.port_closed is not None:
+        click.echo(f"  port {'closed' if result.port_closed else 'still open'}")
+    if result.gpu_released is not None:
+        click.echo(f"  GPU memory {'released' if result.gpu_released else 'still held'}")
+    for note in result.notes:
+        click.echo(f"  {note}")
+    if result.port_closed is False or result.gpu_released is False:
+        sys.exit(1)
+
+
+def _is_active(rec: Any, owned: Any) -> bool:
+    return not rec.terminal or bool(owned(rec))
+
+
+# ---------------------------------------------------------------------------------- runs
+
+
+@click.command("runs")
+@_runs_dir_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+@click.option(
+    "-n", "--last", type=int, default=20, show_default=True, help="Show the newest N runs (0: all)."
+)
+def runs(runs_dir: str | None, fmt: str, last: int) -> None:
+    """List launches and their states."""
+    import json
+
+    from servefit.launch import procs
+    from servefit.launch.rundir import list_runs
+
+    root = _runs_root(runs_dir)
+    found = list_runs(root)
+    if last > 0:
+        found = found[-last:]
+    records = []
+    for r in found:
+        try:
+            records.append(r.read())
+        except (OSError, ValueError):
+            continue
+    if fmt == "json":
+        click.echo(json.dumps([rec.model_dump(mode="json") for rec in records], indent=2))
+        return
+    if not records:
+        click.echo(f"no runs under {root}")
+        return
+    # Plain aligned columns: run ids and URLs are copied from here, so nothing is cut short.
+    header = ("RUN", "STATE", "URL", "PID", "READY IN", "EXIT", "COMMAND")
+    rows = []
+    for rec in records:
+        state = rec.state.replace("_", " ")
+        if not rec.terminal and not procs.is_alive(rec.watcher_pid):
+            state += " (no supervisor)"
+        took = rec.timings.time_to_ready_s
+        exit_ = rec.exit_signal or ("" if rec.exit_code is None else str(rec.exit_code))
+        cmd = rec.command_line if len(rec.command_line) <= 60 else rec.command_line[:57] + "..."
+        ready_in = "" if took is None else f"{took:.1f} s"
+        rows.append((rec.id, state, rec.url, str(rec.pid or ""), ready_in, exit_, cmd))
+    widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header) - 1)]
+    for r in (header, *rows):
+        cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)]
+        click.echo("  ".join([*cells, r[-1]]).rstrip())
+
+
+# ---------------------------------------------------------------------------------- logs
+
+
+@click.command("logs")
+@click.argument("run_ref", metavar="[RUN]", required=False)
+@click.option("-n", "--lines", type=int, default=None, help="Only the last N lines.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing while the run is active.")
+@click.option("--path", "path_only", is_flag=True, help="Print the log's path only.")
+@click.option("--diagnosis", is_flag=True, help="Print the diagnosis written after a failure.")
+@_runs_dir_option
+def logs(
+    run_ref: str | None,
+    lines: int | None,
+    follow: bool,
+    path_only: bool,
+    diagnosis: bool,
+    runs_dir: str | None,
+) -> None:
+    """Show a run's engine log (this launch's only; default: the newest run)."""
+    from servefit.errors import ArgumentError
+    from servefit.launch.diagnose import tail
+    from servefit.launch.rundir import resolve
+
+    run = resolve(_runs_root(runs_dir), run_ref)
+    path = run.diagnosis_path if diagnosis else run.log_path
+    if path_only:
+        click.echo(str(path))
+        return
+    if not path.exists():
+        what = "diagnosis" if diagnosis else "log"
+        raise ArgumentError(f"run {run.id} has no {what} yet ({path})")
+    if lines is not None:
+        if lines < 0:
+            raise ArgumentError(f"--lines must not be negative, got {lines}")
+        for line in tail(path, lines):
+            click.echo(line)
+        pos = path.stat().st_size
+    else:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        pos = len(data)
+        click.echo(data.decode("utf-8", "replace"), nl=False)
+    while follow and not diagnosis:
+        time.sleep(0.25)
+        with open(path, "rb") as fh:
+            fh.seek(pos)
+            data = fh.read()
+        pos += len(data)
+        if data:
+            click.echo(data.decode("utf-8", "replace"), nl=False)
+        elif run.read().terminal:
+            break

@@ -1,0 +1,333 @@
+"""Split a log into launches, pick the one to diagnose, and check it against --since / --command.
+
+A new launch starts at
+  * a start marker (SGLang `server_args=ServerArgs(`, vLLM's version line or `non-default args`,
+    a launch command written into the file) once the current launch got past its arguments;
+  * a start-up line (distributed init, weight load) after the current launch reached an
+    outcome (ready, failed, exited);
+  * a weight load on a rank whose pools already exist, unless it is SGLang's speculative draft
+    (a second ModelRunner on the same rank: sglang/srt/speculative/eagle_worker.py);
+  * a line of the other engine.
+Only facts are kept: the last MAX_KEPT launches, as frozen LaunchFacts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections import deque
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
+
+from servefit.doctor.accumulate import PHASE_OF, LaunchAcc
+from servefit.doctor.facts import LaunchFacts, LogFacts
+from servefit.doctor.reader import Hit, LineSource, scan
+from servefit.errors import ArgumentError, ServefitError
+
+MAX_KEPT = 50
+_START = {"args_dump", "version", "args_nondefault", "command"}
+
+
+class Splitter:
+    def __init__(self) -> None:
+        self.current = LaunchAcc(1)
+        self.kept: deque[LaunchFacts] = deque(maxlen=MAX_KEPT)
+        self.total = 0
+
+    def feed(self, hit: Hit) -> None:
+        if self._starts_new(hit):
+            self._close()
+            self.current = LaunchAcc(self.total + 1)
+        self.current.apply(hit)
+
+    def finish(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        acc = self.current
+        if acc.empty or acc.kinds <= {"command"}:
+            return  # a command with no log after it is not a launch
+        self.total += 1
+        acc.index = self.total
+        self.kept.append(acc.freeze())
+
+    def _starts_new(self, hit: Hit) -> bool:
+        acc, kind = self.current, hit.event["kind"]
+        if acc.empty:
+            return False
+        if kind in _START:
+            if acc.max_phase >= 2 or acc.outcome != "incomplete":
+                return True
+            if kind == "command":
+                if acc.kinds <= {"command"}:
+                    acc.first_line = None  # a later command replaces a bare earlier one
+                return False
+            return kind in acc.kinds  # a second args dump / version line: another launch
+        engine = hit.rule.engine if hit.rule is not None else None
+        if engine and acc.engine and engine != acc.engine:
+            return True
+        phase = PHASE_OF.get(kind)
+        if phase in (2, 3):
+            if acc.outcome != "incomplete":
+                return True
+            r = acc.ranks.get(hit.line.rank)
+            if r is not None and r.phase >= 4 and not r.draft:
+                return not (acc.engine == "sglang" and acc.spec_evidence)
+            if kind == "weights_end" and r is not None and r.phase == 3 and "weights_gib" in r.values and not r.draft:
+                return acc.engine == "vllm"  # vLLM loads the drafter inside the same measurement
+        return False
+
+
+def read_log(source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes]) -> LogFacts:
+    """Parse a whole log in one streaming pass."""
+    path = str(source) if isinstance(source, (str, Path)) else "<stream>"
+    size = modified = None
+    if isinstance(source, (str, Path)) and str(source) != "-":
+        p = Path(source)
+        if not p.exists():
+            raise ServefitError(f"no such log file: {p}")
+        if p.is_dir():
+            raise ServefitError(f"{p} is a directory, not a log file")
+        st = p.stat()
+        size = st.st_size
+        modified = datetime.fromtimestamp(st.st_mtime).isoformat(timespec="seconds")
+    lines = LineSource(source)
+    splitter = Splitter()
+    try:
+        for hit in scan(lines):
+            splitter.feed(hit)
+    except OSError as exc:
+        raise ServefitError(f"cannot read {path}: {exc.strerror or exc}") from None
+    splitter.finish()
+    return LogFacts(
+        path=path,
+        size_bytes=size,
+        modified=modified,
+        lines=lines.lines,
+        ends_mid_line=lines.ends_mid_line,
+        launches_total=splitter.total,
+        launches=list(splitter.kept),
+        dropped_launches=max(0, splitter.total - len(splitter.kept)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Which launch to diagnose
+# ---------------------------------------------------------------------------------------------
+
+
+def pick(log: LogFacts, command_args: dict[str, Any] | None = None) -> tuple[LaunchFacts | None, list[str]]:
+    """The latest complete launch (one with an outcome), or the one matching --command; notes."""
+    notes: list[str] = []
+    if not log.launches:
+        return None, ["no engine start-up lines found in this file"]
+    if log.launches_total > 1:
+        notes.append(f"the file holds {log.launches_total} launches")
+    chosen = None
+    if command_args:
+        matching = [x for x in log.launches if x.args and not arg_differences(x.args, command_args)]
+        if matching and matching[-1] is not log.launches[-1]:
+            chosen = matching[-1]
+            notes.append(
+                f"diagnosing launch {chosen.index} (lines {chosen.first_line}-{chosen.last_line}): the latest "
+                "whose arguments match --command"
+            )
+    if chosen is None:
+        complete = [x for x in log.launches if x.outcome != "incomplete"]
+        last = log.launches[-1]
+        chosen = complete[-1] if complete else last
+        if chosen is not last:
+            notes.append(
+                f"the last launch (lines {last.first_line}-{last.last_line}) has no outcome: it stops during "
+                f"'{last.phase}' (still starting, killed, or the file was cut); diagnosing launch "
+                f"{chosen.index} (lines {chosen.first_line}-{chosen.last_line}) instead"
+            )
+        elif log.launches_total > 1:
+            notes.append(f"diagnosing the latest, launch {chosen.index} (lines {chosen.first_line}-{chosen.last_line})")
+    if log.ends_mid_line:
+        notes.append("the file ends in the middle of a line: it was cut, or the engine was still writing")
+    return chosen, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# --since
+# ---------------------------------------------------------------------------------------------
+
+_REL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*(?:ago)?\s*$")
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """'2026-04-20 10:00[:SS]', ISO 'T' form, 'HH:MM[:SS]' (today), or '30m' / '2h' / '1d' ago."""
+    now = now or datetime.now()
+    m = _REL.match(text)
+    if m:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
+        return now - timedelta(**{unit: float(m.group(1))})
+    t = text.strip().replace("T", " ")
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(t, fmt)
+        except ValueError:
+            pass
+    for fmt in ("%H:%M:%S", "%H:%M"):
+        try:
+            clock = datetime.strptime(t, fmt)
+            return now.replace(hour=clock.hour, minute=clock.minute, second=clock.second, microsecond=0)
+        except ValueError:
+            pass
+    raise ArgumentError(
+        f"--since {text!r}: expected 'YYYY-MM-DD HH:MM[:SS]', 'HH:MM', or an age like 30m / 2h / 1d"
+    )
+
+
+def log_time(ts: str | None, year: int) -> datetime | None:
+    """A log timestamp: SGLang's has the year; vLLM's "%m-%d %H:%M:%S" takes `year`."""
+    if not ts:
+        return None
+    for fmt, text in (("%Y-%m-%d %H:%M:%S", ts), ("%Y-%m-%d %H:%M:%S", f"{year}-{ts}")):
+        try:
+            return datetime.strptime(text[:19], fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def staleness(log: LogFacts, launch: LaunchFacts, since: datetime) -> str | None:
+    """Why the launch cannot be the one started after `since`, or None."""
+    start = log_time(launch.start_time, since.year)
+    if start is not None:
+        if start < since:
+            return (
+                f"this launch started at {start:%Y-%m-%d %H:%M:%S}, before --since {since:%Y-%m-%d %H:%M:%S}: "
+                "the file holds an older launch; the one you started after that did not write here "
+                "(it failed before logging, logs elsewhere, or the file was not truncated)"
+            )
+        return None
+    if log.modified:
+        mtime = datetime.fromisoformat(log.modified)
+        if mtime < since:
+            return (
+                f"the file was last written at {mtime:%Y-%m-%d %H:%M:%S}, before --since "
+                f"{since:%Y-%m-%d %H:%M:%S}, and its lines carry no timestamps: it is stale"
+            )
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# --command
+# ---------------------------------------------------------------------------------------------
+
+# Values the engine rewrites while resolving its args (the log shows the resolved one).
+_EQUIVALENT = {("speculative_algorithm", "NEXTN"): "EAGLE"}
+# vLLM flag aliases to the names printed in `non-default args`
+_VLLM_ALIASES = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
+                 "tensor_parallel": "tensor_parallel_size"}
+
+
+def args_from_command(text: str) -> dict[str, Any]:
+    """Engine args of a launch command (engine dest names); {} if it is not one."""
+    from servefit.engines.command import parse_launch_command
+
+    try:
+        cmd = parse_launch_command(text)
+    except ServefitError:
+        return {}
+    if cmd.engine == "sglang":
+        from servefit.engines.sglang.flags import load_flags, parse_argv
+
+        values: dict[str, Any] = {}
+        for version in ("0.5.9", "0.5.23"):
+            parsed = parse_argv(load_flags(version), cmd.argv)
+            if not parsed.errors:
+                return dict(parsed.values)
+            values = values or dict(parsed.values)
+        return values
+    return _generic_args(cmd.argv)
+
+
+def _generic_args(argv: list[str]) -> dict[str, Any]:
+    """`--flag value` / `--flag=value` / `--flag` pairs (vLLM), names as argparse dests."""
+    out: dict[str, Any] = {}
+    i = 0
+    if argv and not argv[0].startswith("-"):
+        out["model"] = argv[0]
+        i = 1
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if not tok.startswith("-"):
+            continue
+        name, eq, val = tok.lstrip("-").partition("=")
+        dest = name.replace("-", "_")
+        dest = _VLLM_ALIASES.get(dest, dest)
+        if not eq:
+            if i < len(argv) and (not argv[i].startswith("-") or re.match(r"^-\d", argv[i])):
+                val = argv[i]
+                i += 1
+            else:
+                out[dest] = True
+                continue
+        out[dest] = _typed(val)
+    return out
+
+
+def _typed(val: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(val)
+        except ValueError:
+            pass
+    if val in ("True", "true"):
+        return True
+    if val in ("False", "false"):
+        return False
+    return val
+
+
+def _norm(key: str, value: Any) -> Any:
+    if isinstance(value, str):
+        value = _EQUIVALENT.get((key, value.upper()), value)
+        if key in ("model_path", "model", "model_tag", "tokenizer_path"):
+            return os.path.basename(value.rstrip("/")).lower()
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    return value
+
+
+def arg_differences(log_args: dict[str, Any], command_args: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(arg, value in the log, value in --command) for args both name with different values."""
+    out = []
+    for key, want in command_args.items():
+        if key not in log_args:
+            continue
+        have = log_args[key]
+        a, b = _norm(key, have), _norm(key, want)
+        if isinstance(a, float) and isinstance(b, float):
+            if abs(a - b) <= 1e-9 * max(1.0, abs(b)):
+                continue
+        elif a == b:
+            continue
+        out.append((key, have, want))
+    return out
+
+
+def command_args(text: str) -> dict[str, Any]:
+    """--command's engine args; a one-line error when it is not an engine launch."""
+    from servefit.engines.command import parse_launch_command
+
+    parse_launch_command(text)  # raises ArgumentError with the reason
+    return args_from_command(text)
+
+
+def quote_command(entrypoint: str, argv: list[str], env: dict[str, str]) -> str:
+    env_part = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return " ".join(x for x in (env_part, entrypoint, shlex.join(argv)) if x)

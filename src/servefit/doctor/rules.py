@@ -1,0 +1,180 @@
+"""Line rules: a literal key (cheap pre-filter), a regex for the engine's f-string, an event kind.
+
+Each rule cites the engine source that prints the line. `sglang.py` and `vllm.py` hold the
+engine-specific rules; this module holds the shared machinery and the lines both engines can
+print (PyTorch / NCCL / CUDA errors, uvicorn access lines, Python exception lines).
+
+A rule's `key` must occur verbatim in every line the rule can match: the reader searches one
+compiled alternation of all keys per line and runs only the rules of the key it found, so a
+multi-gigabyte log costs one regex search per line that mentions none of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Event = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str  # literal text every matching line contains
+    pattern: re.Pattern[str]
+    kind: str  # event kind (see doctor.accumulate)
+    engine: str | None  # "sglang" | "vllm" | None (either)
+    source: str  # where the engine prints it, e.g. "sglang/srt/...py:function"
+    convert: Callable[[re.Match[str]], Event] | None = None
+
+    def event(self, m: re.Match[str]) -> Event:
+        data = self.convert(m) if self.convert else numbers(m.groupdict())
+        data["kind"] = self.kind
+        return data
+
+
+def rule(key: str, regex: str, kind: str, engine: str | None, source: str, convert=None) -> Rule:
+    return Rule(key, re.compile(regex), kind, engine, source, convert)
+
+
+def num(text: str | None) -> int | float | None:
+    """'1,234' -> 1234, '0.85' -> 0.85, None -> None."""
+    if text is None:
+        return None
+    t = text.replace(",", "")
+    try:
+        return int(t)
+    except ValueError:
+        try:
+            return float(t)
+        except ValueError:
+            return None
+
+
+def numbers(groups: dict[str, str | None]) -> Event:
+    """Named groups to values: numbers where they parse, text otherwise."""
+    out: Event = {}
+    for k, v in groups.items():
+        if v is None:
+            continue
+        n = num(v)
+        out[k] = v if n is None or k in _TEXT_GROUPS else n
+    return out
+
+
+_TEXT_GROUPS = {"text", "arch", "dtype", "quant", "role", "version", "path", "method", "model"}
+
+
+def fixed(**values: Any) -> Callable[[re.Match[str]], Event]:
+    """A converter that adds constant fields to the named groups."""
+
+    def convert(m: re.Match[str]) -> Event:
+        out = numbers(m.groupdict())
+        out.update(values)
+        return out
+
+    return convert
+
+
+def whole_line(**values: Any) -> Callable[[re.Match[str]], Event]:
+    """A converter that keeps the matched text (from the match start to the end of the line)."""
+
+    def convert(m: re.Match[str]) -> Event:
+        out = numbers(m.groupdict())
+        out.update(values)
+        # keep the exception name when the line has one before the match ("ValueError: ...")
+        head = _EXC_BEFORE.search(m.string, 0, m.start() + 1)
+        start = head.start("exc") if head else m.start()
+        out["text"] = m.string[start:].strip()
+        return out
+
+    return convert
+
+
+_EXC_BEFORE = re.compile(r"(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): (?=.)")
+
+# ---------------------------------------------------------------------------------------------
+# Lines either engine prints
+# ---------------------------------------------------------------------------------------------
+
+_ERR = "error"
+
+GENERIC_RULES: tuple[Rule, ...] = (
+    # torch/cuda/memory.py via the caching allocator: "CUDA out of memory. Tried to allocate
+    # 2.00 GiB. GPU 0 has a total capacity of 47.41 GiB of which 1.06 GiB is free. ..."
+    rule(
+        "out of memory",
+        r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<alloc>[\d.]+) (?P<unit>[GMK]i?B)"
+        r"(?:\. GPU(?: \d+)? has a total capacity of (?P<total_gib>[\d.]+) GiB of which "
+        r"(?P<free>[\d.]+) (?P<free_unit>[GMK]i?B) is free)?",
+        _ERR,
+        None,
+        "PyTorch c10/cuda/CUDACachingAllocator.cpp (OutOfMemoryError text)",
+        whole_line(error="cuda_oom"),
+    ),
+    rule(
+        "out of memory",
+        r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError|CUDA error: out of memory",
+        _ERR,
+        None,
+        "PyTorch torch.OutOfMemoryError",
+        whole_line(error="cuda_oom"),
+    ),
+    rule(
+        "OutOfMemoryError",
+        r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError",
+        _ERR,
+        None,
+        "PyTorch torch.OutOfMemoryError",
+        whole_line(error="cuda_oom"),
+    ),
+    rule(
+        "illegal memory access",
+        r"an illegal memory access was encountered",
+        _ERR,
+        None,
+        "CUDA runtime error cudaErrorIllegalAddress (text of cudaGetErrorString)",
+        whole_line(error="illegal_memory_access"),
+    ),
+    rule(
+        "NCCL",
+        r"NCCL error|ncclUnhandledCudaError|ncclInternalError|ncclSystemError|ncclRemoteError"
+        r"|ProcessGroupNCCL.*(?:[Tt]imeout|timed out|Watchdog)|NCCL WARN",
+        _ERR,
+        None,
+        "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, NCCL's own warnings",
+        whole_line(error="nccl"),
+    ),
+    rule(
+        "Watchdog caught collective operation timeout",
+        r"Watchdog caught collective operation timeout",
+        _ERR,
+        None,
+        "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp",
+        whole_line(error="nccl"),
+    ),
+    # uvicorn access log: '127.0.0.1:53220 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    rule(
+        "HTTP/1.1\"",
+        r'"(?P<method>POST|GET) (?P<path>/\S*) HTTP/1\.1" (?P<status>\d{3})',
+        "http",
+        None,
+        "uvicorn/protocols/http/*: access log",
+    ),
+    rule(
+        "Killed",
+        r"^(?:\[\d+\]\+?\s+)?Killed\b",
+        "exit",
+        None,
+        "the shell, when the process got SIGKILL",
+        whole_line(code=-9),
+    ),
+)
+
+# Python's last traceback line: "RuntimeError: ...", "torch.OutOfMemoryError: ..." (no log
+# prefix). Matched by the reader's extra pre-filter pattern, not by a literal key.
+EXCEPTION_LINE = re.compile(
+    r"^(?:\[[^\]]*\]\s*|\([^)]*\)\s*)*(?P<exc>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]*(?:Error|Exception|Interrupt))"
+    r": (?P<text>.*)$"
+)

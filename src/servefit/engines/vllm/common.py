@@ -1,0 +1,310 @@
+"""vLLM rules that read the same in every mirrored release (0.24.0 and 0.33.0).
+
+Only what both wheels agree on lives here; anything that differs is in the version package.
+Citations are paths inside the wheels (`pip download --no-deps vllm==V`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from servefit.errors import ArgumentError, UnsupportedModelError
+from servefit.model.layers import MLA, FullAttention, SlidingWindowAttention
+from servefit.model.spec import ModelSpec
+
+GiB = 1 << 30
+
+# vllm/utils/torch_utils.py:STR_DTYPE_TO_TORCH_DTYPE -> element size (bytes)
+DTYPE_BYTES = {
+    "float32": 4,
+    "float": 4,
+    "bfloat16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp8": 1,
+    "fp8_e4m3": 1,
+    "fp8_e5m2": 1,
+    "fp8_inc": 1,
+}
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def format_gib(b: float) -> str:
+    """vllm/utils/mem_utils.py:format_gib: `f"{round(b / GiB_bytes, 2)}"` (so 22.5, not 22.50)."""
+    return f"{round(b / GiB, 2)}"
+
+
+def parallel_sizes(args: dict[str, Any]) -> tuple[int, int, int, int]:
+    """(TP, PP, DP, EP) from vLLM's flags. With --enable-expert-parallel the experts are split
+    over TP x DP ranks (vllm/config/parallel.py: expert parallel size = TP x DP)."""
+
+    def get(name: str) -> int:
+        val = args.get(name)
+        if val is None:
+            return 1
+        if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+            flag = "--" + name.replace("_", "-")
+            raise ArgumentError(f"{flag} must be a positive integer, got {val!r}")
+        return val
+
+    tp, pp, dp = get("tensor_parallel_size"), get("pipeline_parallel_size"), get("data_parallel_size")
+    ep = tp * dp if args.get("enable_expert_parallel") else 1
+    return tp, pp, dp, ep
+
+
+def check_heads_divisible(model: ModelSpec, tp: int) -> None:
+    """vllm/config/model.py:ModelConfig.verify_with_parallel_config (same text in both)."""
+    attn = model.first_attention()
+    heads = attn.num_heads if attn is not None else 0
+    if heads and heads % tp:
+        raise ArgumentError(
+            f"Total number of attention heads ({heads}) must be divisible by tensor parallel "
+            f"size ({tp})."
+        )
+
+
+def pp_indices(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
+    """vllm/distributed/utils.py:get_pp_indices (no VLLM_PP_LAYER_PARTITION): the remainder goes
+    to the stages before the last, one each, starting from the second-to-last."""
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    start = sum(parts[:rank])
+    return start, start + parts[rank]
+
+
+# --------------------------------------------------------------------------------------------
+# KV cache specs (vllm/v1/kv_cache_interface.py)
+# --------------------------------------------------------------------------------------------
+
+
+def kv_heads_per_rank(attn: FullAttention, tp: int) -> int:
+    """vllm/config/model.py:ModelConfig.get_num_kv_heads: max(1, total // tp)."""
+    return max(1, attn.num_kv_heads // tp)
+
+
+def attention_bytes_per_token(model: ModelSpec, tp: int, kv_dtype_bytes: int) -> int:
+    """Page bytes of one token of one attention layer on one rank.
+
+    FullAttentionSpec.page_size_bytes with block_size 1: num_kv_heads x (head_size +
+    head_size_v) x dtype; MLAAttentionSpec: one latent of kv_lora_rank + rope dims (1 head,
+    head_size_v 0), not split by TP.
+    """
+    attn = model.first_attention()
+    if attn is None:
+        return 0
+    if isinstance(attn, MLA):
+        return (attn.kv_lora_rank + attn.qk_rope_head_dim) * kv_dtype_bytes
+    return kv_heads_per_rank(attn, tp) * (attn.head_dim + attn.v_head_dim) * kv_dtype_bytes
+
+
+def check_attention_supported(model: ModelSpec) -> None:
+    for layer in model.layers:
+        for m in layer.mixers:
+            if isinstance(m, SlidingWindowAttention):
+                raise UnsupportedModelError(
+                    f"{model.name}: servefit does not size vLLM's sliding-window KV groups yet "
+                    "(SlidingWindowSpec); SGLang profiles size this model"
+                )
+
+
+def divide(n: int, d: int, what: str) -> int:
+    """vllm/distributed/utils.py:divide asserts exact division."""
+    if n % d:
+        raise ArgumentError(f"{what} ({n}) is not divisible by the tensor parallel size ({d})")
+    return n // d
+
+
+@dataclass(frozen=True)
+class StateTensor:
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * DTYPE_BYTES[self.dtype]
+
+
+def gdn_state(layer: Any, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str) -> tuple[StateTensor, ...]:
+    """mamba_utils.py:MambaStateShapeCalculator.gated_delta_net_state_shape (SD layout):
+    conv (K - 1 + num_spec, conv_dim / tp), temporal (num_v_heads / tp, head_v, head_k)."""
+    conv_dim = layer.state_size * layer.n_groups * 2 + layer.head_dim * layer.num_heads
+    conv = (layer.conv_kernel - 1 + num_spec, divide(conv_dim, tp, "GDN conv dim"))
+    temporal = (divide(layer.num_heads, tp, "GDN value heads"), layer.head_dim, layer.state_size)
+    return StateTensor(conv, conv_dtype), StateTensor(temporal, ssm_dtype)
+
+
+def mamba2_state(layer: Any, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str) -> tuple[StateTensor, ...]:
+    """mamba_utils.py:MambaStateShapeCalculator.mamba2_state_shape; n_groups gets
+    extra_groups_for_head_shards (tp - n_groups when n_groups % tp != 0)."""
+    n_groups = layer.n_groups
+    if n_groups % tp:
+        n_groups += tp - n_groups
+    conv_dim = layer.intermediate_size + 2 * n_groups * layer.state_size
+    conv = (layer.conv_kernel - 1 + num_spec, divide(conv_dim, tp, "Mamba2 conv dim"))
+    temporal = (divide(layer.num_heads, tp, "Mamba2 heads"), layer.head_dim, layer.state_size)
+    return StateTensor(conv, conv_dtype), StateTensor(temporal, ssm_dtype)
+
+
+def capture_sizes(v: dict[str, Any], max_graph_size: int) -> list[int]:
+    """vllm/config/vllm.py:VllmConfig._set_cudagraph_sizes (the same base list in both): [1, 2, 4] + range(8, 256, 8) +
+    range(256, top + 1, 16) up to top = min(max_num_seqs x (1 + k) x 2, max_graph_size,
+    max_num_batched_tokens), plus max_num_batched_tokens when it fits."""
+    q = 1 + v["num_speculative_tokens"]
+    tokens = v["max_num_batched_tokens"]
+    if v.get("cudagraph_capture_sizes"):
+        return sorted({s for s in v["cudagraph_capture_sizes"] if s <= tokens})
+    top = v.get("max_cudagraph_capture_size") or min(v["max_num_seqs"] * q * 2, max_graph_size)
+    top = min(tokens, top)
+    sizes = [s for s in (1, 2, 4) if s <= top]
+    if top >= 8:
+        sizes += list(range(8, min(top + 1, 256), 8))
+    if top >= 256:
+        sizes += list(range(256, top + 1, 16))
+    if tokens <= top:
+        sizes.append(tokens)
+    return sorted(set(sizes))
+
+
+# --------------------------------------------------------------------------------------------
+# KV cache groups (vllm/v1/core: _get_kv_cache_groups_uniform_page_size)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grouping:
+    """How the layers are packed into KV cache groups of `group_size` layers each."""
+
+    group_size: int
+    attention_groups: int
+    mamba_groups: int
+    attention_layers: int
+    mamba_layers: int
+    padding_logs: tuple[str, ...] = ()
+
+    @property
+    def num_groups(self) -> int:
+        return self.attention_groups + self.mamba_groups
+
+
+def group_layers(attention_layers: int, mamba_layers: int) -> Grouping:
+    """_get_kv_cache_groups_uniform_page_size (kv_cache_utils.py in 0.24.0,
+    kv_cache_planning.py in 0.33.0): one bucket per distinct spec; group size = the smallest
+    bucket, or the largest when it is under 1.5x the smallest; each bucket is cut into
+    cdiv(len, group_size) groups and "Add %d padding layers" is logged for the shortfall.
+    A model without Mamba layers has one uniform-spec group holding every attention layer
+    (_get_kv_cache_groups_uniform_spec)."""
+    if mamba_layers == 0:
+        return Grouping(attention_layers, 1 if attention_layers else 0, 0, attention_layers, 0)
+    if attention_layers == 0:
+        return Grouping(mamba_layers, 0, 1, 0, mamba_layers)
+    buckets = [attention_layers, mamba_layers]
+    lo, hi = min(buckets), max(buckets)
+    size = hi if hi < lo * 1.5 else lo
+    logs = []
+    for count in buckets:
+        pad = size - count % size
+        if pad != size:
+            logs.append(
+                f"Add {pad} padding layers, may waste at most {pad / count * 100:.2f}% KV cache memory"
+            )
+    return Grouping(
+        size, cdiv(attention_layers, size), cdiv(mamba_layers, size), attention_layers,
+        mamba_layers, tuple(logs),
+    )
+
+
+def attention_block_size(mamba_page: int, attn_page_1_token: int, alignment: int) -> int:
+    """The page-unification formula (platforms/interface.py:_align_hybrid_block_size, both):
+    alignment x cdiv(mamba_page, alignment x attention page of 1 token)."""
+    return alignment * cdiv(mamba_page, alignment * attn_page_1_token)
+
+
+def estimate_max_model_len(needed: Callable[[int], int], available: int, max_model_len: int) -> int:
+    """kv_cache_utils/_planning.py:_estimate_max_model_len_from_groups: binary search for the
+    longest length whose per-request KV fits in `available`; 0 when 1 token does not."""
+    if needed(1) > available:
+        return 0
+    lo, hi, best = 1, max_model_len, 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if needed(mid) <= available:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# Error texts (identical in 0.24.0 kv_cache_utils.py and 0.33.0 kv_cache_planning.py)
+# --------------------------------------------------------------------------------------------
+
+NO_MEMORY = (
+    "ValueError: No available memory for the cache blocks. Try increasing "
+    "`gpu_memory_utilization` when initializing the engine (this flag also controls CPU memory "
+    "reservation on the CPU backend, despite its name). See "
+    "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+)
+
+
+def max_seq_len_error(max_model_len: int, needed: int, available: int, estimated: int) -> str:
+    """_check_enough_kv_cache_memory, the "model's max seq len" message (0.23.0 and later)."""
+    est = (
+        f"Based on the available memory, the estimated maximum model length is {estimated}. "
+        if estimated > 0
+        else ""
+    )
+    return (
+        f"ValueError: To serve at least one request with the model's max seq len "
+        f"({max_model_len}), ({format_gib(needed)} GiB KV cache is needed, which is larger than "
+        f"the available KV cache memory ({format_gib(available)} GiB). {est}Try increasing "
+        "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+        "decreasing `max_model_len` when initializing the engine. See "
+        "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+    )
+
+
+def mamba_blocks_error(max_num_seqs: int, num_blocks: int) -> str:
+    """vllm/config/compilation.py:CompilationConfig.resolve_cudagraph_mode_and_sizes."""
+    return (
+        f"ValueError: max_num_seqs ({max_num_seqs}) exceeds available Mamba cache blocks "
+        f"({num_blocks}). Each decode sequence requires one Mamba cache block, so CUDA graph "
+        f"capture cannot proceed. Please lower max_num_seqs to at most {num_blocks} or increase "
+        "gpu_memory_utilization."
+    )
+
+
+def free_memory_error(free: float, total: float, util: float, requested: float) -> str:
+    """vllm/v1/worker/utils.py:request_memory (Worker.init_device); device cuda:0."""
+    return (
+        f"ValueError: Free memory on device cuda:0 ({format_gib(free)}/{format_gib(total)} GiB) "
+        f"on startup is less than desired GPU memory utilization ({util}, "
+        f"{format_gib(requested)} GiB). Decrease GPU memory utilization or reduce GPU memory "
+        "used by other processes."
+    )
+
+
+def previously_supported_error(arch: str, version: str) -> str:
+    """vllm/model_executor/models/registry.py:_PREVIOUSLY_SUPPORTED_MODELS check."""
+    return (
+        f"ValueError: Model architecture {arch} was supported in vLLM until v{version}, and is "
+        "not supported anymore. Please use an older version of vLLM if you want to use this "
+        "model architecture."
+    )
+
+
+# vllm/model_executor/models/registry.py:_PREVIOUSLY_SUPPORTED_MODELS, the hybrid entries (the
+# same in 0.24.0 and 0.33.0).
+PREVIOUSLY_SUPPORTED = {
+    "BambaForCausalLM": "0.23.0",
+    "MiniMaxForCausalLM": "0.23.0",
+    "MiniMaxText01ForCausalLM": "0.23.0",
+    "MiniMaxM1ForCausalLM": "0.23.0",
+    "MiniMaxVL01ForConditionalGeneration": "0.23.0",
+}

@@ -1,0 +1,344 @@
+"""The engine-arg resolution both mirrored vLLM releases run, with their differences as `Rules`.
+
+The flow and every step written here read the same in the 0.24.0 and 0.33.0 wheels; what
+differs between them is asked of the version's `Rules` object (v0_24_0/rules.py,
+v0_33_0/rules.py), each rule citing its own source. Paths are inside the wheels:
+  vllm/engine/arg_utils.py:EngineArgs.create_engine_config -> _set_default_chunked_prefill_and_
+      prefix_caching_args, _set_default_max_num_seqs_and_batched_tokens_args
+  vllm/config/model.py:_get_and_verify_max_len (the user-override error)
+  vllm/config/speculative.py:SpeculativeConfig (MTP methods, num_speculative_tokens default)
+  vllm/model_executor/models/config.py:Qwen3_5ForConditionalGenerationConfig,
+      NemotronHForCausalLMConfig (mamba_ssm_cache_dtype hooks)
+  vllm/config/vllm.py:OPTIMIZATION_LEVEL_TO_CONFIG (-O0 no graphs, -O1 PIECEWISE, -O2/-O3
+      FULL_AND_PIECEWISE), enforce_eager -> CUDAGraphMode.NONE
+  vllm/platforms/interface.py:Platform._align_hybrid_block_size (page unification)
+  vllm/v1/worker/gpu_model_runner.py:profile_run (when the multimodal encoder is profiled)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from servefit.engines.base import ResolvedArgs
+from servefit.engines.vllm import common
+from servefit.errors import ArgumentError
+from servefit.hardware.spec import GPUSet
+from servefit.model.spec import ModelSpec
+from servefit.plan.schema import Change
+
+_MTP_METHODS = {"mtp", "qwen3_next_mtp", "qwen3_5_mtp", "nemotron_h_mtp", "deepseek_mtp"}
+_NO_DRAFT_METHODS = {"ngram", "suffix", "ngram_gpu"}
+KV_DTYPES = {"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"}
+FULL_MODES = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "FULL")
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    """Per-rank KV cache specs after page unification (one attention page == one Mamba page)."""
+
+    attn_page_1_token: int  # bytes of one token of one attention layer
+    block_size: int  # tokens per attention block
+    page_bytes: int  # bytes per layer per block (the attention page; the padded Mamba page)
+    mamba_page_bytes: int  # unpadded: one request, one layer, all state tensors
+    conv_bytes: int
+    ssm_bytes: int
+    padding_pct: float | None  # logged when the Mamba page is padded
+    block_log: str | None  # "Setting attention block size to ..." when the engine raises it
+    grouping: common.Grouping
+    mamba_blocks_per_request: int  # per Mamba group, at any length (modes none / align)
+    mamba_block_size: int | None
+
+    @property
+    def bytes_per_block(self) -> int:
+        return self.grouping.group_size * self.page_bytes
+
+
+class Rules(Protocol):
+    """What one vLLM release decides differently; see v0_*/rules.py."""
+
+    VERSION: str
+    DEFAULT_GPU_MEMORY_UTILIZATION: float
+
+    def derived_max_model_len(self, model: ModelSpec) -> tuple[int, str | None]: ...
+    def batch_defaults(self, gpus: GPUSet) -> tuple[int, int, str]: ...
+    def prefix_caching_default(self, model: ModelSpec) -> tuple[bool, str]: ...
+    def mamba_cache_mode(self, model: ModelSpec, v: dict[str, Any], logs: list[str],
+                         changes: list[Change]) -> str: ...
+    def mamba_state(self, model: ModelSpec, tp: int, num_spec: int, conv_dtype: str,
+                    ssm_dtype: str) -> tuple[common.StateTensor, ...]: ...
+    def block_alignment(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> tuple[int, int]: ...
+    def mamba_blocks_per_request(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> int: ...
+    def graph_counts(self, gpus: GPUSet, v: dict[str, Any]) -> dict[str, int]: ...
+
+
+def spec_config(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
+    if raw is None:
+        return None, None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ArgumentError(f"--speculative-config expects JSON, got {raw!r}") from exc
+    if not isinstance(raw, dict):
+        raise ArgumentError("--speculative-config expects a JSON object")
+    method = raw.get("method")
+    if method is None and raw.get("model") is None:
+        raise ArgumentError("--speculative-config needs a method or a draft model")
+    return raw, (str(method) if method is not None else "draft_model")
+
+
+def mtp_attention_layers(model: ModelSpec) -> int:
+    """Draft layers that join the target's attention group: Qwen3-Next / Qwen3.5 MTP layers are
+    full attention (qwen3_next_mtp.py / qwen3_5_mtp.py: layer_type="full_attention"), the
+    Nemotron-H MTP block follows mtp_hybrid_override_pattern, whose "*" layers are attention."""
+    pattern = (model.text_config or model.raw_config).get("mtp_hybrid_override_pattern")
+    if isinstance(pattern, str):
+        return pattern.count("*")
+    return model.mtp_layers
+
+
+def _json_arg(v: dict[str, Any], name: str) -> dict[str, Any]:
+    raw = v.get(name) or {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise ArgumentError(f"--{name.replace('_', '-')} expects JSON, got {raw!r}") from exc
+    return raw if isinstance(raw, dict) else {}
+
+
+def resolve(
+    model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str], rules: Rules
+) -> ResolvedArgs:
+    if model.architecture in common.PREVIOUSLY_SUPPORTED:
+        err = common.previously_supported_error(
+            model.architecture, common.PREVIOUSLY_SUPPORTED[model.architecture]
+        )
+        raise ArgumentError(err.removeprefix("ValueError: "))
+    common.check_attention_supported(model)
+    v: dict[str, Any] = dict(user_args)
+    changes: list[Change] = []
+    logs: list[str] = []
+    warnings: list[str] = []
+    tp, pp, dp, ep = common.parallel_sizes(v)
+    v.update(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp, _ep_size=ep)
+    common.check_heads_divisible(model, tp)
+
+    util = v.get("gpu_memory_utilization")
+    if util is None:
+        util = rules.DEFAULT_GPU_MEMORY_UTILIZATION
+    if isinstance(util, bool) or not 0 < util <= 1:
+        raise ArgumentError(f"--gpu-memory-utilization must be in (0, 1], got {util}")
+    v["gpu_memory_utilization"] = util
+
+    derived, key = rules.derived_max_model_len(model)
+    asked = v.get("max_model_len")
+    if asked is not None and asked != -1 and asked < 1:
+        raise ArgumentError(f"--max-model-len must be positive or -1 (auto), got {asked}")
+    allow_long = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
+    if asked is not None and asked != -1 and asked > derived and not allow_long:
+        raise ArgumentError(
+            f"User-specified max_model_len ({asked}) is greater than the derived max_model_len "
+            f"({key}={derived} or model_max_length=None in model's config.json). To allow "
+            "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses "
+            "relative position encoding (RoPE), positions exceeding derived_max_model_len lead to "
+            "nan. If the model uses absolute position encoding, positions exceeding "
+            "derived_max_model_len will cause a CUDA array out-of-bounds error."
+        )
+    mml = derived if asked is None or asked == -1 else asked
+    v["max_model_len"] = mml
+    v["_auto_fit_max_model_len"] = asked == -1
+
+    _speculative(model, v, warnings)
+
+    if v.get("enable_chunked_prefill") is None:
+        v["enable_chunked_prefill"] = True  # ModelConfig.is_chunked_prefill_supported (generate)
+    if v.get("enable_prefix_caching") is None:
+        on, why = rules.prefix_caching_default(model)
+        v["enable_prefix_caching"] = on
+        if model.is_hybrid:
+            changes.append(Change(arg="enable_prefix_caching", old=None, new=on, reason=why))
+
+    tokens_default, seqs_default, why = rules.batch_defaults(gpus)
+    twice = 2 if (v.get("performance_mode") or "balanced") == "throughput" else 1
+    if v.get("max_num_batched_tokens") is None:
+        t = tokens_default * twice
+        if not v["enable_chunked_prefill"]:
+            t = max(mml, t)
+        t = min((v.get("max_num_seqs") or seqs_default * twice) * mml, t)
+        changes.append(Change(arg="max_num_batched_tokens", old=None, new=t,
+                              reason=f"get_batch_defaults for vllm serve: {why}"))
+        v["max_num_batched_tokens"] = t
+    if v.get("max_num_seqs") is None:
+        s = min(seqs_default * twice, v["max_num_batched_tokens"])
+        changes.append(Change(arg="max_num_seqs", old=None, new=s,
+                              reason=f"get_batch_defaults for vllm serve: {why}"))
+        v["max_num_seqs"] = s
+    for name in ("max_num_seqs", "max_num_batched_tokens"):
+        if v[name] < 1:
+            raise ArgumentError(f"--{name.replace('_', '-')} must be >= 1, got {v[name]}")
+
+    _dtypes(model, v, logs, changes, rules)
+    v["_user_mamba_block_size"] = v.get("mamba_block_size") is not None
+    if model.is_hybrid:
+        if v["_user_mamba_block_size"] and not v["enable_prefix_caching"]:
+            raise ArgumentError("--mamba-block-size can only be set with --enable-prefix-caching")
+        if v.get("disable_hybrid_kv_cache_manager"):
+            raise ArgumentError(
+                "--disable-hybrid-kv-cache-manager: hybrid Mamba models need the hybrid KV cache "
+                "manager (unify_hybrid_kv_cache_specs cannot promote Mamba specs)"
+            )
+        v["mamba_cache_mode"] = rules.mamba_cache_mode(model, v, logs, changes)
+        if v["mamba_cache_mode"] == "none":
+            v["mamba_block_size"] = mml  # MambaModelConfig: prefix caching off -> max_model_len
+    else:
+        v["mamba_cache_mode"] = None
+
+    cc = _json_arg(v, "compilation_config")
+    level = str(v.get("optimization_level") or "2").upper().removeprefix("O")
+    gmode = cc.get("cudagraph_mode")
+    gmode = gmode.upper() if isinstance(gmode, str) else None
+    if gmode is None:
+        gmode = {"0": "NONE", "1": "PIECEWISE"}.get(level, "FULL_AND_PIECEWISE")
+    if v.get("enforce_eager"):
+        gmode = "NONE"
+    v["cudagraph_mode"] = gmode
+    if cc.get("max_cudagraph_capture_size") is not None:
+        v["max_cudagraph_capture_size"] = cc["max_cudagraph_capture_size"]
+    if cc.get("cudagraph_capture_sizes"):
+        v["cudagraph_capture_sizes"] = list(cc["cudagraph_capture_sizes"])
+    v["_graphs"] = rules.graph_counts(gpus, v) if gmode != "NONE" else {}
+
+    limits = _json_arg(v, "limit_mm_per_prompt")
+    images_off = limits.get("image") == 0 and limits.get("video", 0) == 0
+    v["_encoder_profiled"] = bool(
+        model.is_multimodal
+        and model.vision_config
+        and not v.get("language_model_only")
+        and not v.get("skip_mm_profiling")
+        and not images_off
+    )
+    flag = env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1").strip()
+    v["_estimate_cudagraphs"] = flag not in ("0", "")
+    if pp > 1:
+        warnings.append("pipeline parallel: every stage is charged the most loaded stage's "
+                        "weights and the sampler's activation peak")
+
+    layout = _layout(model, gpus, v, changes, rules)
+    v["_layout"] = layout
+    v["mamba_page_size_padded"] = layout.page_bytes if layout.padding_pct is not None else None
+    if layout.block_log:
+        logs.append(layout.block_log)
+    if layout.padding_pct is not None:
+        logs.append(f"Padding mamba page size by {layout.padding_pct:.2f}% to ensure that mamba "
+                    "page size and attention page size are exactly equal.")
+    return ResolvedArgs(values=v, changes=tuple(changes), warnings=tuple(warnings),
+                        log_lines=tuple(logs), env=dict(env))
+
+
+def _speculative(model: ModelSpec, v: dict[str, Any], warnings: list[str]) -> None:
+    spec, method = spec_config(v.get("speculative_config"))
+    v["_spec_method"] = None
+    v["num_speculative_tokens"] = 0
+    v["_draft_attention_layers"] = 0
+    if spec is None:
+        return
+    if method in _MTP_METHODS:
+        if model.mtp_layers <= 0:
+            raise ArgumentError(
+                f"{model.name} ships no MTP layers (mtp_num_hidden_layers / "
+                "num_nextn_predict_layers); speculative method 'mtp' needs them"
+            )
+        v["_spec_method"] = "mtp"
+        v["_draft_attention_layers"] = mtp_attention_layers(model)
+        k = spec.get("num_speculative_tokens") or model.mtp_layers  # defaults to n_predict
+    else:
+        v["_spec_method"] = "ngram" if method in _NO_DRAFT_METHODS else method
+        k = spec.get("num_speculative_tokens")
+        if k is None:
+            raise ArgumentError(f"--speculative-config method {method!r} needs num_speculative_tokens")
+        if method not in _NO_DRAFT_METHODS:
+            warnings.append(f"the {method} draft model's config is not read: its weights and KV "
+                            "layers are not counted")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ArgumentError(f"num_speculative_tokens must be a positive integer, got {k!r}")
+    v["num_speculative_tokens"] = k
+
+
+def _dtypes(model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change],
+            rules: Rules) -> None:
+    flag = v.get("kv_cache_dtype") or "auto"
+    if flag not in KV_DTYPES:
+        raise ArgumentError(f"servefit does not size --kv-cache-dtype {flag} for vLLM {rules.VERSION}")
+    # resolve_kv_cache_dtype_string: "auto" takes the checkpoint's kv_cache_quant_algo ("fp8"),
+    # then kv_cache_dtype_str_to_dtype: "auto" is the model dtype.
+    if flag == "auto":
+        v["_kv_dtype"] = "fp8" if model.quant.kv_cache_fp8 else model.dtype
+    else:
+        v["_kv_dtype"] = flag
+    v["kv_cache_dtype"] = flag
+    conv = v.get("mamba_cache_dtype") or "auto"
+    v["mamba_cache_dtype"] = model.dtype if conv == "auto" else conv
+    ssm = v.get("mamba_ssm_cache_dtype") or "auto"
+    if model.is_hybrid and ssm == "auto":
+        cfg = model.text_config or model.raw_config
+        if model.architecture in ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"):
+            if model.mamba_ssm_dtype:
+                ssm = model.mamba_ssm_dtype
+                changes.append(Change(arg="mamba_ssm_cache_dtype", old="auto", new=ssm,
+                                      reason="Qwen3.5: the config's mamba_ssm_dtype"))
+        elif model.architecture == "NemotronHForCausalLM":
+            ssm = cfg.get("mamba_ssm_cache_dtype") or "float32"
+            log = f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model"
+            logs.append(log)
+            changes.append(Change(arg="mamba_ssm_cache_dtype", old="auto", new=ssm, log=log,
+                                  reason="NemotronH: the config's mamba_ssm_cache_dtype, else float32"))
+    v["mamba_ssm_cache_dtype"] = ssm  # "auto": the conv dtype (KDA: float32), per the rules
+
+
+def _layout(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], changes: list[Change],
+            rules: Rules) -> KVLayout:
+    tp = v["tensor_parallel_size"]
+    a1 = common.attention_bytes_per_token(model, tp, common.DTYPE_BYTES[v["_kv_dtype"]])
+    attn_layers = len(model.attention_layer_ids) + v["_draft_attention_layers"]
+    preferred, align = rules.block_alignment(model, gpus, v)
+    block = v.get("block_size") or preferred
+    if not model.is_hybrid:
+        v["block_size"] = block
+        grouping = common.group_layers(attn_layers, 0)
+        return KVLayout(a1, block, block * a1, 0, 0, 0, None, None, grouping, 0, None)
+    states = rules.mamba_state(model, tp, v["num_speculative_tokens"], v["mamba_cache_dtype"],
+                               v["mamba_ssm_cache_dtype"])
+    mamba_page = sum(s.nbytes for s in states)
+    conv_b = states[0].nbytes if len(states) > 1 else mamba_page
+    ssm_b = sum(s.nbytes for s in states[1:])
+    if v["mamba_cache_mode"] == "all":  # 0.16-0.31 only (the version's rules set "all")
+        cfg = model.text_config or model.raw_config
+        base = v.get("mamba_block_size") if v["_user_mamba_block_size"] else None
+        base = int(base or cfg.get("mamba_chunk_size") or cfg.get("chunk_size") or 2048)
+        from math import lcm
+
+        chunk = lcm(base, align)
+        attn_block = chunk * common.cdiv(common.cdiv(mamba_page, a1), chunk)
+        v["mamba_block_size"] = attn_block
+    else:
+        attn_block = common.attention_block_size(mamba_page, a1, align)
+    block_log = None
+    if block < attn_block:
+        block_log = (f"Setting attention block size to {attn_block} tokens to ensure that "
+                     "attention page size is >= mamba page size.")
+        changes.append(Change(arg="block_size", old=block, new=attn_block, log=block_log,
+                              reason="hybrid model: one attention page must hold one Mamba state "
+                              "page (_align_hybrid_block_size)"))
+        block = attn_block
+    if v["mamba_cache_mode"] == "align":
+        v["mamba_block_size"] = block
+    v["block_size"] = block
+    page = block * a1
+    pad = 100 * (page - mamba_page) / mamba_page if page != mamba_page else None
+    grouping = common.group_layers(attn_layers, len(model.recurrent_layer_ids))
+    return KVLayout(a1, block, page, mamba_page, conv_b, ssm_b, pad, block_log, grouping,
+                    rules.mamba_blocks_per_request(model, gpus, v), v.get("mamba_block_size"))

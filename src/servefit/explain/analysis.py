@@ -1,0 +1,341 @@
+"""explain(): rank the consumers, re-plan every lever value, say which flags matter and why."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from servefit.explain.fix import minimal_fix
+from servefit.explain.levers import LEVERS, Context, Lever, Option, flag_name, levers_for
+from servefit.explain.outcome import delta, outcome, signature
+from servefit.explain.replan import prepared, replan
+from servefit.explain.schema import (
+    Explanation,
+    FlagEffect,
+    LeverEffect,
+    LeverValue,
+    Outcome,
+    RankedConsumer,
+)
+from servefit.plan.planner import PlanRequest, plan
+from servefit.plan.schema import Plan
+
+GiB = 1 << 30
+DEFAULT_MIN_FREE_GIB = 2.0
+# user args that are not levers but are worth testing for effect when given
+_SKIP_USER_ARGS = {"model_path", "host", "port", "served_model_name", "trust_remote_code"}
+
+
+def explain_request(
+    request: PlanRequest,
+    *,
+    min_free_gib: float = DEFAULT_MIN_FREE_GIB,
+    with_fix: bool = True,
+    allow_lossy: bool = False,
+) -> Explanation:
+    t0 = time.perf_counter()
+    base_plan = plan(request)
+    req, model = prepared(request)
+    ctx = Context(request=req, plan=base_plan, model=model, profile=base_plan.engine.profile)
+    target = base_plan.pools.context_len
+    base = outcome(base_plan, target)
+    levers = [_lever_effect(lv, ctx, base, target) for lv in levers_for(ctx)]
+    flags = _user_flags(ctx, base, target)
+    fix = None
+    sglang = base_plan.engine.name == "sglang"  # the lever catalogue mirrors SGLang releases
+    if with_fix and sglang and (base.verdict != "ok" or base.free_gib < 0):
+        fix = minimal_fix(ctx, base, min_free_gib=min_free_gib, allow_lossy=allow_lossy)
+    return Explanation(
+        plan=base_plan,
+        outcome=base,
+        why=why(base_plan, base)
+        + (
+            []
+            if sglang
+            else [
+                f"Lever analysis covers SGLang releases; {base_plan.engine.name} "
+                "gets the consumers and your flags only."
+            ]
+        ),
+        consumers=ranked_consumers(base_plan),
+        levers=levers,
+        user_flags=flags,
+        fix=fix,
+        elapsed_s=round(time.perf_counter() - t0, 4),
+    )
+
+
+def ranked_consumers(p: Plan) -> list[RankedConsumer]:
+    total = p.per_rank.total_gib
+    rows = sorted(p.consumers, key=lambda c: -c.gib)
+    return [
+        RankedConsumer(
+            rank=i + 1,
+            name=c.name,
+            gib=round(c.gib, 4),
+            bytes=int(round(c.gib * GiB)),
+            share_of_gpu=round(100 * c.gib / total, 2) if total else 0.0,
+            formula=c.formula,
+            flags=list(c.flags),
+        )
+        for i, c in enumerate(rows)
+    ]
+
+
+def why(p: Plan, o: Outcome) -> list[str]:
+    """Plain sentences: what fails and by how much, or what bounds concurrency."""
+    r, pools = p.per_rank, p.pools
+    f = p.resolved_args.get("mem_fraction_static")
+    out = []
+    budget = _budget_formula(p)
+    if o.verdict != "ok":
+        out.append(f"Fails: {p.error}")
+        if p.error_detail:
+            out.append(f"Cause: {p.error_detail}.")
+        elif p.error_consumer:
+            out.append(f"Cause: the {p.error_consumer}.")
+        if budget:
+            out.append(budget)
+        taken = r.mamba_state_gib + r.spec_state_gib
+        if taken and pools.budget_gib > 0:
+            out.append(
+                f"State reservations {taken:.2f} GiB (state pool {r.mamba_state_gib:.2f} + "
+                f"speculative state {r.spec_state_gib:.2f}) vs budget {pools.budget_gib:.2f} GiB: "
+                f"{taken - pools.budget_gib:+.2f} GiB short for the KV cache."
+            )
+        return out
+    if budget:
+        out.append(budget)
+    out.append(
+        f"Starts: {o.kv_tokens:,} KV tokens = {o.full_context_requests:g} requests of "
+        f"{o.target_context:,} tokens; {o.max_running_requests} running requests "
+        f"(capped by {pools.cap_reason})."
+    )
+    if o.full_context_requests < o.max_running_requests:
+        out.append(
+            f"Effective concurrency at {o.target_context:,} tokens is {o.effective_concurrency:g}: "
+            f"the KV pool, not the request cap, binds ({o.max_running_requests} x "
+            f"{o.target_context:,} = {o.max_running_requests * o.target_context:,} tokens needed)."
+        )
+    else:
+        out.append(
+            f"Effective concurrency at {o.target_context:,} tokens is {o.effective_concurrency:g}: "
+            f"the request cap binds ({pools.cap_reason})."
+        )
+    if r.free_gib < 0:
+        out.append(
+            f"But {-r.free_gib:.2f} GiB more than the GPU has is needed after the pools "
+            "(draft weights/KV come out of the reserve): expect a CUDA out-of-memory."
+        )
+    if f is not None and o.free_gib >= 0:
+        out.append(f"Headroom after pools: {o.free_gib:.2f} GiB (activations, CUDA graphs).")
+    return out
+
+
+def _budget_formula(p: Plan) -> str | None:
+    r = p.per_rank
+    f = p.resolved_args.get("mem_fraction_static")
+    if f is None:
+        return None
+    plain = r.pre_load_free_gib * f - r.weights_gib
+    with_draft = plain - r.draft_weights_gib
+    b = p.pools.budget_gib
+    if abs(b - plain) < 0.01:
+        tail = ""
+    elif abs(b - with_draft) < 0.01:
+        tail = f" - draft weights {r.draft_weights_gib:.2f}"
+    else:
+        return f"Budget for state + KV: {b:.2f} GiB per rank."
+    return (
+        f"Budget for state + KV: {b:.2f} GiB = pre-load free {r.pre_load_free_gib:.2f} x "
+        f"mem_fraction_static {f:.4g} - weights {r.weights_gib:.2f}{tail}."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Levers
+# --------------------------------------------------------------------------------------------
+
+
+def _lever_effect(lv: Lever, ctx: Context, base: Outcome, target: int) -> LeverEffect:
+    dest = lv.dest(ctx.profile) or lv.name
+    values: list[LeverValue] = []
+    plans: list[tuple[Option, Plan]] = []
+    for opt in lv.values(ctx):
+        p, err = replan(ctx.request, opt)
+        if p is None:
+            values.append(LeverValue(label=opt.label, args=opt.args, rejected=err))
+            continue
+        # the context lever is judged at its own context; every other lever at the current one
+        o = outcome(p, p.pools.context_len if lv.name == "context_length" else target)
+        plans.append((opt, p))
+        values.append(
+            LeverValue(
+                label=opt.label,
+                args=opt.args,
+                outcome=o,
+                same_as_current=signature(o) == signature(base),
+                delta_gib=delta(o, base),
+                note=_engine_note(opt, p),
+            )
+        )
+    valid = [v for v in values if v.outcome is not None]
+    no_effect = bool(valid) and all(v.same_as_current for v in valid)
+    reason = _why_no_effect(lv, ctx, base, plans, dest) if no_effect else _summary(base, valid)
+    return LeverEffect(
+        name=lv.name,
+        title=lv.title,
+        dest=dest,
+        flag=_lever_flag(lv, ctx),
+        current=_current(lv, ctx, dest),
+        effect="no effect" if no_effect else "changes",
+        reason=reason,
+        values=values,
+    )
+
+
+def _lever_flag(lv: Lever, ctx: Context) -> str:
+    if lv.name == "parallelism":
+        return f"{flag_name(ctx.profile, 'tp_size')} / {flag_name(ctx.profile, 'pp_size')}"
+    return flag_name(ctx.profile, lv.dest(ctx.profile) or lv.name)
+
+
+def _current(lv: Lever, ctx: Context, dest: str) -> Any:
+    if lv.name == "parallelism":
+        return f"TP {ctx.plan.hardware.tp_size} x PP {ctx.plan.hardware.pp_size}"
+    if lv.name == "context_length":
+        return ctx.plan.pools.context_len
+    if lv.name == "max_mamba_cache_size":
+        return ctx.plan.pools.max_mamba_cache_size
+    return ctx.args.get(dest)
+
+
+def _engine_note(opt: Option, p: Plan) -> str | None:
+    notes = [
+        f"engine sets {c.arg}={c.new!r}: {c.reason}"
+        for c in p.changes
+        if c.arg in opt.args and opt.args[c.arg] is not None and c.old == opt.args[c.arg]
+    ]
+    return "; ".join(notes) or None
+
+
+def _why_no_effect(
+    lv: Lever, ctx: Context, base: Outcome, plans: list[tuple[Option, Plan]], dest: str
+) -> str:
+    cur = ctx.args.get(dest)
+    overridden = [
+        next((c for c in p.changes if c.arg == dest), None)
+        for opt, p in plans
+        if dest in opt.args and p.resolved_args.get(dest) == cur and opt.args[dest] != cur
+    ]
+    if overridden and len(overridden) == len(plans) and all(overridden):
+        return f"the engine overrides the value ({overridden[0].reason})"
+    unused = lv.unused_when(ctx)
+    if unused:
+        return unused
+    tried = ", ".join(opt.label for opt, _ in plans[:6])
+    if base.verdict != "ok":
+        return (
+            f"the launch fails the same way at {tried}; the shortfall is the "
+            f"{base.error_consumer or 'budget'}, which this flag does not size"
+        )
+    return f"re-planned at {tried}: no pool, verdict or concurrency changes"
+
+
+def _starts(o: Outcome) -> bool:
+    return o.verdict == "ok" and o.free_gib >= 0
+
+
+def _summary(base: Outcome, valid: list[LeverValue]) -> str:
+    diff = [v for v in valid if not v.same_as_current]
+    ok = [v for v in diff if _starts(v.outcome)]
+    fail = [v for v in diff if not _starts(v.outcome)]
+    if not _starts(base):
+        if not ok:
+            return "changes the pools, but no value tried makes it start"
+        best = max(ok, key=lambda v: v.outcome.effective_concurrency)
+        return (
+            f"starts at {', '.join(v.label for v in ok[:5])}"
+            f"{' ...' if len(ok) > 5 else ''}; best {best.label}: "
+            f"effective concurrency {best.outcome.effective_concurrency:g}, "
+            f"{best.outcome.kv_tokens:,} KV tokens"
+        )
+    parts = []
+    if ok:
+        conc = [v.outcome.effective_concurrency for v in ok]
+        toks = [v.outcome.kv_tokens for v in ok]
+        parts.append(
+            f"effective concurrency {min(conc):g}-{max(conc):g} (now "
+            f"{base.effective_concurrency:g}), KV tokens {min(toks):,}-{max(toks):,} "
+            f"(now {base.kv_tokens:,})"
+        )
+    if fail:
+        parts.append(f"fails or runs out of memory at {', '.join(v.label for v in fail[:5])}")
+    return "; ".join(parts) or "changes memory only"
+
+
+# --------------------------------------------------------------------------------------------
+# The user's own flags: did each one matter?
+# --------------------------------------------------------------------------------------------
+
+
+def _user_flags(ctx: Context, base: Outcome, current_target: int) -> list[FlagEffect]:
+    by_dest = {lv.dest(ctx.profile): lv for lv in LEVERS if lv.dest(ctx.profile)}
+    out = []
+    for dest, value in ctx.plan.user_args.items():
+        if dest in _SKIP_USER_ARGS or dest.startswith("_"):
+            continue
+        target = current_target
+        p, err = replan(ctx.request, Option("default", {dest: None}))
+        flag = flag_name(ctx.profile, dest)
+        if p is not None and dest == "context_length":
+            target = p.pools.context_len
+        if p is None:
+            out.append(
+                FlagEffect(
+                    flag=flag, dest=dest, value=value, mattered=True, reason=f"needed: {err}"
+                )
+            )
+            continue
+        o = outcome(p, target)
+        if signature(o) == signature(base):
+            lv = by_dest.get(dest)
+            unused = lv.unused_when(ctx) if lv else None
+            if unused:
+                reason = f"no effect: {unused}"
+            elif p.resolved_args.get(dest) == ctx.args.get(dest):
+                reason = f"no effect: it sets the engine's default ({value!r})"
+            else:
+                reason = (
+                    "no effect: without it every pool, the verdict and the concurrency are the same"
+                )
+            out.append(
+                FlagEffect(
+                    flag=flag, dest=dest, value=value, mattered=False, reason=reason, without=o
+                )
+            )
+        else:
+            out.append(
+                FlagEffect(
+                    flag=flag,
+                    dest=dest,
+                    value=value,
+                    mattered=True,
+                    reason=f"without it ({dest}={_fmt(p.resolved_args.get(dest))}): {_short(o)}",
+                    without=o,
+                )
+            )
+    return out
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else repr(v)
+
+
+def _short(o: Outcome) -> str:
+    if o.verdict != "ok":
+        return f"fails ({o.error_consumer or (o.error or '')[:60]})"
+    return (
+        f"{o.kv_tokens:,} KV tokens, {o.max_running_requests} running, effective concurrency "
+        f"{o.effective_concurrency:g}, {o.free_gib:.2f} GiB free"
+    )

@@ -1,0 +1,436 @@
+"""The lever catalogue: the engine flags that size memory, per engine version, as data.
+
+Each Lever names its engine attribute per mirrored release, when it applies (a state pool, a
+speculative algorithm, ...), and generates candidate values from the current plan. What a
+value does is never written here: explain and fix re-plan every value. The only prose is
+`unused_when`, which states, from the current plan's own numbers, why the engine does not read
+the flag; it is used only after re-planning has shown that no value changes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from servefit.model.spec import ModelSpec
+from servefit.plan.planner import PlanRequest
+from servefit.plan.schema import Plan
+
+SPEC_ARGS = (
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "speculative_draft_model_path",
+)
+_PREFERRED = ("--tp-size", "--pp-size", "--model-path", "--dist-init-addr")
+
+
+@dataclass(frozen=True)
+class Context:
+    """What lever values are generated from."""
+
+    request: PlanRequest
+    plan: Plan
+    model: ModelSpec
+    profile: str  # the mirrored engine release, e.g. "0.5.9"
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return self.plan.resolved_args
+
+    @property
+    def has_state(self) -> bool:
+        return self.plan.pools.mamba_layers > 0
+
+    @property
+    def spec(self) -> str | None:
+        return self.args.get("speculative_algorithm")
+
+    @property
+    def world(self) -> int:
+        return self.plan.hardware.tp_size * self.plan.hardware.pp_size
+
+    @property
+    def running(self) -> int:
+        """The running-request count the launch aims at: the resolved cap, else the engine's."""
+        mrr = self.args.get("max_running_requests")
+        return int(mrr) if mrr else max(1, self.plan.pools.effective_max_running_requests)
+
+
+@dataclass(frozen=True)
+class Option:
+    label: str
+    args: dict[str, Any]
+    num_gpus: int | None = None  # parallelism values that need a different GPU count
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    title: str
+    dests: dict[str, str]  # engine profile -> attribute
+    values: Callable[[Context], list[Option]]  # explain's values
+    fix_values: Callable[[Context], list[Option]] | None = None  # None: not used by the fix
+    applies: Callable[[Context], bool] = lambda c: True
+    unused_when: Callable[[Context], str | None] = lambda c: None
+    lossy: bool = False  # changes numerics: only with allow_lossy in fix and fit
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def dest(self, profile: str) -> str | None:
+        return self.dests.get(profile)
+
+
+@lru_cache(maxsize=2048)
+def flag_name(profile: str, dest: str) -> str:
+    """SGLang's own CLI spelling of `dest` (prefers --tp-size over --tensor-parallel-size);
+    `--dest-with-dashes` for a release without an SGLang flag table."""
+    from servefit.engines.sglang.flags import available_versions, load_flags
+
+    if profile in available_versions():
+        for f in load_flags(profile):
+            if f.dest == dest:
+                return next((n for n in f.names if n in _PREFERRED), f.names[0])
+    return "--" + dest.replace("_", "-")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _opts(dest: str, values: list[Any], current: Any) -> list[Option]:
+    out, seen = [], set()
+    for v in values:
+        if v is None or v == current or v in seen:
+            continue
+        seen.add(v)
+        out.append(Option(_fmt(v), {dest: v}))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Values
+# --------------------------------------------------------------------------------------------
+
+
+def _f(c: Context) -> float:
+    return float(c.args.get("mem_fraction_static") or 0.85)
+
+
+def _fraction_values(c: Context) -> list[Option]:
+    cur = _f(c)
+    grid = {0.8, 0.85, 0.88, 0.9, 0.92, 0.94, round(cur - 0.03, 2), round(cur + 0.03, 2)}
+    vals = sorted(v for v in grid if 0.5 <= v <= 0.97 and abs(v - cur) > 1e-9)
+    return _opts("mem_fraction_static", vals, cur)
+
+
+def _fraction_fix(c: Context) -> list[Option]:
+    cur = _f(c)
+    vals = [round(0.6 + 0.01 * i, 2) for i in range(38)]  # 0.60 .. 0.97
+    return _opts("mem_fraction_static", [v for v in vals if abs(v - cur) > 1e-9], cur)
+
+
+def _running_values(c: Context) -> list[Option]:
+    cur = c.running
+    vals = {1, 2, 4, 8, 16, 32, 64, 128, max(1, cur // 2), cur * 2}
+    return _opts("max_running_requests", sorted(v for v in vals if v <= max(256, 2 * cur)), cur)
+
+
+def _running_fix(c: Context) -> list[Option]:
+    cur = c.running
+    vals = list(range(1, min(cur, 64) + 1)) + [v for v in (80, 96, 128, 192, 256) if v < cur]
+    return _opts("max_running_requests", vals, cur)
+
+
+def _ratio_values(c: Context) -> list[Option]:
+    cur = c.args.get("mamba_full_memory_ratio")
+    return _opts("mamba_full_memory_ratio", [0.1, 0.3, 0.5, 0.7, 0.9, 1.5, 2.0, 4.0], cur)
+
+
+def _cache_values(c: Context, fine: bool = False) -> list[Option]:
+    p = c.plan.pools
+    slots = p.mamba_slots_per_request or 1
+    cur = p.max_mamba_cache_size
+    base = range(1, c.running + 1) if fine else (4, 8, 16, 32, 48, 64)
+    vals = sorted({slots * r for r in base} | ({max(1, cur // 2), cur * 2} if cur else set()))
+    return _opts("max_mamba_cache_size", [v for v in vals if v != cur], cur)
+
+
+def _ssm_values(c: Context) -> list[Option]:
+    return _opts("mamba_ssm_dtype", ["bfloat16", "float32"], c.args.get("mamba_ssm_dtype"))
+
+
+def _steps_values(c: Context) -> list[Option]:
+    cur = c.args.get("speculative_num_steps")
+    out = []
+    for s in (1, 2, 3, 4, 5):
+        if s == cur:
+            continue
+        args: dict[str, Any] = {"speculative_num_steps": s}
+        if c.args.get("speculative_eagle_topk") == 1:
+            args["speculative_num_draft_tokens"] = s + 1
+        out.append(Option(str(s), args))
+    return out
+
+
+def _draft_values(c: Context) -> list[Option]:
+    cur = c.args.get("speculative_num_draft_tokens")
+    return _opts("speculative_num_draft_tokens", [2, 3, 4, 6, 8], cur)
+
+
+def _spec_off(c: Context) -> list[Option]:
+    return [Option("off", dict.fromkeys(SPEC_ARGS))]
+
+
+def _context_values(c: Context) -> list[Option]:
+    from servefit.engines.sglang.common import derived_context_len
+
+    cur = c.plan.pools.context_len
+    top = derived_context_len(c.model)
+    vals = [v for v in (4096, 8192, 16384, 32768, 65536, 131072, 262144) if v <= top] + [top]
+    return _opts("context_length", sorted(set(vals)), cur)
+
+
+def _context_fix(c: Context) -> list[Option]:
+    cur = c.plan.pools.context_len
+    return _opts("context_length", [v for v in (4096, 8192, 16384, 24576) if v < cur], cur)
+
+
+def _kv_values(c: Context) -> list[Option]:
+    cur = c.args.get("kv_cache_dtype") or "auto"
+    vals = ["fp8_e4m3", "auto"] if not str(cur).startswith("fp8") else ["auto"]
+    return _opts("kv_cache_dtype", vals, cur)
+
+
+def _chunk_values(c: Context) -> list[Option]:
+    return _opts(
+        "chunked_prefill_size", [2048, 4096, 8192, 16384], c.args.get("chunked_prefill_size")
+    )
+
+
+def _graph_values(dest: str) -> Callable[[Context], list[Option]]:
+    return lambda c: _opts(dest, [8, 16, 32, 64, 128, 256], c.args.get(dest))
+
+
+def _radix_values(c: Context) -> list[Option]:
+    cur = bool(c.args.get("disable_radix_cache"))
+    return [Option("on" if cur else "off", {"disable_radix_cache": not cur})]
+
+
+def _strategy_values(dest: str, choices: tuple[str, ...]) -> Callable[[Context], list[Option]]:
+    return lambda c: _opts(dest, list(choices), c.args.get(dest))
+
+
+def _parallel_values(c: Context) -> list[Option]:
+    n = c.request.num_gpus or c.world
+    hw = c.plan.hardware
+    out = []
+    for total in (n, 2 * n):
+        for tp in _divisors(total):
+            pp = total // tp
+            if (tp, pp) == (hw.tp_size, hw.pp_size):
+                continue
+            label = f"TP {tp} x PP {pp}" + ("" if total == n else f" ({total} GPUs)")
+            out.append(Option(label, {"tp_size": tp, "pp_size": pp}, num_gpus=total))
+    return out
+
+
+def _parallel_fix(c: Context) -> list[Option]:
+    n = c.request.num_gpus or c.world
+    return [o for o in _parallel_values(c) if o.num_gpus == n]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+# --------------------------------------------------------------------------------------------
+# Why the engine does not read a flag, from the plan's own numbers
+# --------------------------------------------------------------------------------------------
+
+
+def _change_reason(c: Context, arg: str) -> str | None:
+    ch = next((x for x in c.plan.changes if x.arg == arg), None)
+    return ch.reason if ch else None
+
+
+def _ratio_unused(c: Context) -> str | None:
+    sizing = c.plan.pools.mamba_sizing or ""
+    if sizing.startswith("mamba_full_memory_ratio"):
+        return None
+    why = f"the state pool is sized by {sizing}"
+    if "radix cache disabled" in sizing:
+        radix = _change_reason(c, "disable_radix_cache")
+        if radix:
+            why += f"; the engine disabled the radix cache because {radix}"
+        mrr = _change_reason(c, "max_running_requests")
+        if mrr:
+            why += f", and max_running_requests={c.args.get('max_running_requests')} ({mrr})"
+    return why + ", so --mamba-full-memory-ratio is never read"
+
+
+def _running_unused(c: Context) -> str | None:
+    reason = c.plan.pools.cap_reason
+    if reason.startswith("mamba state cache"):
+        return (
+            f"running requests are capped at {c.plan.pools.effective_max_running_requests} by the "
+            f"{reason}, below --max-running-requests {c.args.get('max_running_requests')}"
+        )
+    return None
+
+
+def _heuristic_only(c: Context) -> str | None:
+    if "mem_fraction_static" in c.plan.user_args:
+        return (
+            "it only enters the default --mem-fraction-static heuristic, and "
+            f"--mem-fraction-static {_fmt(c.plan.user_args['mem_fraction_static'])} is given"
+        )
+    return None
+
+
+def _has_state(c: Context) -> bool:
+    return c.has_state
+
+
+def _eagle(c: Context) -> bool:
+    return c.spec in ("EAGLE", "EAGLE3", "STANDALONE")
+
+
+BOTH = ("0.5.9", "0.5.23")
+
+
+def _same(dest: str) -> dict[str, str]:
+    return dict.fromkeys(BOTH, dest)
+
+
+LEVERS: tuple[Lever, ...] = (
+    Lever(
+        "mem_fraction_static",
+        "static memory fraction",
+        _same("mem_fraction_static"),
+        _fraction_values,
+        _fraction_fix,
+    ),
+    Lever(
+        "max_running_requests",
+        "max running requests",
+        _same("max_running_requests"),
+        _running_values,
+        _running_fix,
+        unused_when=_running_unused,
+    ),
+    Lever(
+        "mamba_full_memory_ratio",
+        "state/KV split ratio",
+        _same("mamba_full_memory_ratio"),
+        _ratio_values,
+        _ratio_values,
+        applies=_has_state,
+        unused_when=_ratio_unused,
+    ),
+    Lever(
+        "max_mamba_cache_size",
+        "state pool slots",
+        _same("max_mamba_cache_size"),
+        _cache_values,
+        lambda c: _cache_values(c, fine=True),
+        applies=_has_state,
+    ),
+    Lever(
+        "mamba_ssm_dtype",
+        "SSM state dtype",
+        _same("mamba_ssm_dtype"),
+        _ssm_values,
+        _ssm_values,
+        applies=_has_state,
+        lossy=True,
+    ),
+    Lever(
+        "speculative_num_steps",
+        "speculative steps",
+        _same("speculative_num_steps"),
+        _steps_values,
+        applies=_eagle,
+    ),
+    Lever(
+        "speculative_num_draft_tokens",
+        "speculative draft tokens",
+        _same("speculative_num_draft_tokens"),
+        _draft_values,
+        applies=lambda c: c.spec is not None,
+    ),
+    Lever(
+        "speculative_algorithm",
+        "speculative decoding",
+        _same("speculative_algorithm"),
+        _spec_off,
+        applies=lambda c: c.spec is not None,
+    ),
+    Lever(
+        "context_length", "context length", _same("context_length"), _context_values, _context_fix
+    ),
+    Lever(
+        "kv_cache_dtype",
+        "KV cache dtype",
+        _same("kv_cache_dtype"),
+        _kv_values,
+        _kv_values,
+        lossy=True,
+    ),
+    Lever(
+        "chunked_prefill_size",
+        "chunked prefill size",
+        _same("chunked_prefill_size"),
+        _chunk_values,
+        _chunk_values,
+        unused_when=_heuristic_only,
+    ),
+    Lever(
+        "cuda_graph_max_bs",
+        "CUDA-graph max batch size",
+        {"0.5.9": "cuda_graph_max_bs", "0.5.23": "cuda_graph_max_bs_decode"},
+        lambda c: _graph_values(
+            "cuda_graph_max_bs" if c.profile == "0.5.9" else "cuda_graph_max_bs_decode"
+        )(c),
+        lambda c: _graph_values(
+            "cuda_graph_max_bs" if c.profile == "0.5.9" else "cuda_graph_max_bs_decode"
+        )(c),
+        unused_when=_heuristic_only,
+    ),
+    Lever(
+        "disable_radix_cache",
+        "radix (prefix) cache",
+        _same("disable_radix_cache"),
+        _radix_values,
+        applies=_has_state,
+    ),
+    Lever(
+        "mamba_scheduler_strategy",
+        "mamba scheduler strategy",
+        {"0.5.9": "mamba_scheduler_strategy", "0.5.23": "mamba_radix_cache_strategy"},
+        lambda c: (
+            _strategy_values("mamba_scheduler_strategy", ("no_buffer", "extra_buffer"))(c)
+            if c.profile == "0.5.9"
+            else _strategy_values(
+                "mamba_radix_cache_strategy", ("no_buffer", "extra_buffer", "extra_buffer_lazy")
+            )(c)
+        ),
+        applies=_has_state,
+    ),
+    Lever(
+        "parallelism",
+        "TP / PP",
+        {"0.5.9": "tp_size", "0.5.23": "tp_size"},
+        _parallel_values,
+        _parallel_fix,
+    ),
+)
+
+
+def levers_for(c: Context) -> list[Lever]:
+    """The levers that exist in this engine release and apply to this plan."""
+    return [lv for lv in LEVERS if lv.dest(c.profile) and lv.applies(c)]

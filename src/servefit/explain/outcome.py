@@ -1,0 +1,102 @@
+"""Reduce a Plan to the numbers explain and fit compare (Outcome), and compare two of them."""
+
+from __future__ import annotations
+
+from servefit.explain.schema import Outcome
+from servefit.plan.schema import Plan
+
+# Per-rank consumers in the order they are drawn and compared.
+MEMORY_KEYS = (
+    "weights",
+    "draft_weights",
+    "kv_cache",
+    "mamba_state",
+    "spec_state",
+    "draft_kv",
+    "req_to_token",
+    "reserved",
+    "cuda_context",
+    "free",
+)
+
+
+def memory_gib(plan: Plan) -> dict[str, float]:
+    r = plan.per_rank
+    return {
+        "weights": r.weights_gib,
+        "draft_weights": r.draft_weights_gib,
+        "kv_cache": r.kv_cache_gib,
+        "mamba_state": r.mamba_state_gib,
+        "spec_state": r.spec_state_gib,
+        "draft_kv": r.draft_kv_gib,
+        "req_to_token": r.req_to_token_gib,
+        "reserved": r.reserved_gib,
+        "cuda_context": r.total_gib - r.pre_load_free_gib,
+        "free": r.free_gib,
+    }
+
+
+def outcome(plan: Plan, target_context: int | None = None) -> Outcome:
+    """The comparable numbers of `plan`, concurrency measured at `target_context`
+    (default: the context length the plan resolved)."""
+    p = plan.pools
+    ok = plan.verdict == "ok"
+    target = int(target_context or p.context_len or 1)
+    tokens = p.max_total_num_tokens if ok else 0
+    running = p.effective_max_running_requests if ok else 0
+    full = tokens / target if target else 0.0
+    return Outcome(
+        verdict=plan.verdict,
+        error=plan.error,
+        error_consumer=plan.error_consumer,
+        kv_tokens=tokens,
+        max_running_requests=running,
+        context_len=p.context_len,
+        target_context=target,
+        full_context_requests=round(full, 2),
+        effective_concurrency=round(min(float(running), full), 2),
+        free_gib=round(plan.per_rank.free_gib, 3),
+        state_slots=p.max_mamba_cache_size,
+        state_slots_per_request=p.mamba_slots_per_request,
+        state_sizing=p.mamba_sizing,
+        cap_reason=p.cap_reason,
+        memory_gib={k: round(v, 4) for k, v in memory_gib(plan).items()},
+    )
+
+
+def signature(o: Outcome) -> tuple:
+    """What must differ for a change to count as an effect (pools, verdict, concurrency)."""
+    return (
+        o.verdict,
+        o.error,
+        o.kv_tokens,
+        o.max_running_requests,
+        o.context_len,
+        o.state_slots,
+        o.state_slots_per_request,
+        tuple(round(v, 3) for v in o.memory_gib.values()),
+    )
+
+
+def delta(new: Outcome, old: Outcome) -> dict[str, float]:
+    """Per-rank consumer changes above 0.005 GiB."""
+    out = {}
+    for k in MEMORY_KEYS:
+        d = new.memory_gib.get(k, 0.0) - old.memory_gib.get(k, 0.0)
+        if abs(d) >= 0.005:
+            out[k] = round(d, 2)
+    return out
+
+
+def starts(o: Outcome, min_free_gib: float) -> bool:
+    """The engine starts and leaves at least `min_free_gib` for activations and CUDA graphs."""
+    return o.verdict == "ok" and o.max_running_requests > 0 and o.free_gib >= min_free_gib
+
+
+def summary(o: Outcome) -> str:
+    if o.verdict != "ok":
+        return f"fails ({o.error_consumer or 'startup'})"
+    return (
+        f"{o.kv_tokens:,} KV tokens, {o.max_running_requests} running, "
+        f"{o.effective_concurrency:g} at {o.target_context:,} ctx, {o.free_gib:.2f} GiB free"
+    )

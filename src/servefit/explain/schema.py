@@ -1,0 +1,124 @@
+"""Typed, immutable results of `servefit explain`: outcomes, lever effects, the minimal fix.
+
+The JSON form (`servefit explain --format json`) is `Explanation.model_dump(mode="json")`,
+documented in docs/explain-fit.md. GiB figures are per rank (1 GiB = 2**30 bytes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from servefit.plan.schema import Plan
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Outcome(_Frozen):
+    """The numbers of one plan that explain and fit compare.
+
+    effective_concurrency is min(max_running_requests, kv_tokens / target context): how many
+    requests of the target context length can run at the same time. It is 0 when the plan fails.
+    """
+
+    verdict: Literal["ok", "fail"]
+    error: str | None = None
+    error_consumer: str | None = None
+    kv_tokens: int
+    max_running_requests: int  # the engine's effective max running requests
+    context_len: int  # the context length the engine resolved
+    target_context: int  # the context the concurrency is measured at
+    full_context_requests: float  # kv_tokens / target_context
+    effective_concurrency: float
+    free_gib: float  # predicted free after all pools: headroom for activations and CUDA graphs
+    state_slots: int | None = None  # max_mamba_cache_size
+    state_slots_per_request: int | None = None
+    state_sizing: str | None = None  # which branch sized the state pool
+    cap_reason: str = ""
+    memory_gib: dict[str, float] = Field(default_factory=dict)  # per-rank consumer -> GiB
+
+
+class RankedConsumer(_Frozen):
+    rank: int
+    name: str
+    gib: float
+    bytes: int
+    share_of_gpu: float  # percent of the GPU's total memory
+    formula: str
+    flags: list[str] = Field(default_factory=list)
+
+
+class LeverValue(_Frozen):
+    """One value of a lever, re-planned."""
+
+    label: str  # how the value is shown, e.g. "0.9" or "TP 1 x PP 2"
+    args: dict[str, Any]  # the engine args set (None = removed)
+    outcome: Outcome | None = None  # None when servefit rejected the input (see `rejected`)
+    rejected: str | None = None
+    same_as_current: bool = False  # pools, verdict and concurrency identical to the current plan
+    delta_gib: dict[str, float] = Field(default_factory=dict)  # per-rank consumer change vs current
+    note: str | None = None  # e.g. how the engine changed the value
+
+
+class LeverEffect(_Frozen):
+    name: str  # catalogue name, e.g. "mamba_full_memory_ratio"
+    title: str
+    dest: str  # engine attribute
+    flag: str  # the engine's CLI flag
+    current: Any = None  # the resolved value in the current plan
+    effect: Literal["changes", "no effect"]
+    reason: str  # why it has no effect, or a one-line summary of what it changes
+    values: list[LeverValue] = Field(default_factory=list)
+
+
+class FlagEffect(_Frozen):
+    """Whether a flag the user set mattered: the plan re-made without it (engine default)."""
+
+    flag: str
+    dest: str
+    value: Any = None
+    mattered: bool
+    reason: str
+    without: Outcome | None = None
+
+
+class FixChange(_Frozen):
+    flag: str
+    dest: str
+    old: Any = None
+    new: Any = None
+
+
+class FixCandidate(_Frozen):
+    changes: list[FixChange]
+    args: dict[str, Any]  # the full engine args of the fixed launch
+    outcome: Outcome
+    concurrency_loss: float  # vs the request's max_running_requests at the target context
+    context_loss: int  # tokens of context given up
+    command_flags: str  # the changed flags as CLI text
+
+
+class Fix(_Frozen):
+    """The smallest change that starts: fewest flags, then least loss of concurrency/context."""
+
+    found: bool
+    best: FixCandidate | None = None
+    alternatives: list[FixCandidate] = Field(default_factory=list)
+    before: Outcome
+    tried: int  # plans evaluated
+    min_free_gib: float
+    note: str | None = None
+
+
+class Explanation(_Frozen):
+    plan: Plan
+    outcome: Outcome
+    why: list[str]  # the failure, or what bounds concurrency, in plain sentences
+    consumers: list[RankedConsumer]
+    levers: list[LeverEffect]
+    user_flags: list[FlagEffect] = Field(default_factory=list)
+    fix: Fix | None = None
+    elapsed_s: float = 0.0

@@ -1,0 +1,98 @@
+"""The inputs of a fit (FitRequest), one evaluated candidate (Eval), and --spec's engine args."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.errors import ArgumentError
+from servefit.explain.schema import Outcome
+from servefit.fit.command import DEFAULT_DIST_ADDR
+from servefit.model.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """What to fit. `num_gpus` is per node; the layouts use num_gpus x nodes GPUs."""
+
+    model: str | ModelSpec
+    gpu: Any
+    num_gpus: int
+    context: int
+    nodes: int = 1
+    concurrency: int | None = None
+    spec: str = "none"  # none | mtp (= nextn) | eagle | eagle3 | standalone | ngram
+    spec_steps: int | None = None
+    draft_model: str | None = None
+    engine: str = "sglang"
+    allow_lossy: bool = False  # search --kv-cache-dtype fp8_e4m3 and --mamba-ssm-dtype bfloat16
+    allow_no_radix: bool = False  # search --disable-radix-cache for hybrid models
+    min_free_gib: float = 2.0
+    top: int = 3
+    env: dict[str, str] = field(default_factory=dict)
+    gpu_mem_mib: int | None = None
+    free_gib: float | None = None
+    baseline: dict[str, Any] | None = None  # engine args of a hand-tuned launch, to compare
+    dist_init_addr: str = DEFAULT_DIST_ADDR
+    model_path: str | None = None  # what --model-path says in the commands
+
+
+@dataclass
+class Eval:
+    tp: int
+    pp: int
+    outer: str
+    running: int | None
+    state: str
+    fraction: float | None
+    args: dict[str, Any]
+    outcome: Outcome
+    ok: bool
+
+
+def spec_arguments(
+    spec: str, steps: int | None, draft: str | None, model: ModelSpec
+) -> dict[str, Any]:
+    s = (spec or "none").lower()
+    if s in ("none", "off", "no"):
+        return {}
+    steps = steps or 3
+    if steps < 1:
+        raise ArgumentError(f"--spec-steps must be at least 1, got {steps}")
+    chain = {
+        "speculative_num_steps": steps,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": steps + 1,
+    }
+    if s in ("mtp", "nextn"):
+        if not model.mtp_layers:
+            raise ArgumentError(
+                f"--spec {s}: {model.name} has no MTP layers; use --spec none, or --spec eagle3 "
+                "--draft-model PATH"
+            )
+        return {"speculative_algorithm": "NEXTN", **chain}
+    if s in ("eagle", "eagle3", "standalone"):
+        if not draft:
+            raise ArgumentError(f"--spec {s} needs --draft-model PATH (the draft checkpoint)")
+        return {"speculative_algorithm": s.upper(), "speculative_draft_model_path": draft, **chain}
+    if s == "ngram":
+        return {"speculative_algorithm": "NGRAM"}
+    raise ArgumentError(
+        f"unknown --spec {spec!r}; use none, mtp, eagle, eagle3, standalone or ngram"
+    )
+
+
+def check(req: FitRequest) -> None:
+    for name, val in (
+        ("--num-gpus", req.num_gpus),
+        ("--nodes", req.nodes),
+        ("--context", req.context),
+    ):
+        if val is None or val < 1:
+            raise ArgumentError(f"{name} must be a positive integer, got {val}")
+    if req.concurrency is not None and req.concurrency < 1:
+        raise ArgumentError(f"--concurrency must be a positive integer, got {req.concurrency}")
+    if req.min_free_gib < 0:
+        raise ArgumentError(f"--min-free-gib must be >= 0, got {req.min_free_gib}")
+    if req.top < 1:
+        raise ArgumentError(f"--top must be at least 1, got {req.top}")

@@ -1,0 +1,62 @@
+"""After a failure: the doctor's diagnosis of the run's own log, or, where the doctor is not
+available, the error lines the engine printed and the log's last lines.
+
+The run's engine.log holds this launch only (rundir.py), so the doctor never reads a previous
+launch's output by mistake, the trap of the user's report.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from servefit.launch.rundir import RunDir
+from servefit.launch.schema import RunRecord
+
+TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    summary: str  # one or two lines for run.json and the terminal
+    text: str  # the whole diagnosis (diagnosis.txt)
+    source: str  # "doctor" | "log tail"
+
+
+def tail(path: Path, n: int = TAIL_LINES) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return [line.rstrip("\n") for line in deque(fh, maxlen=n)]
+    except OSError:
+        return []
+
+
+def _from_doctor(log: Path, command_line: str) -> Diagnosis | None:
+    """The doctor's diagnosis; None when the doctor is not installed or cannot read the log."""
+    try:
+        from servefit.doctor.api import diagnose_text  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        summary, text = diagnose_text(log, command=command_line)
+    except Exception:  # a doctor bug must not hide the log from the user
+        return None
+    return Diagnosis(summary=summary, text=text, source="doctor")
+
+
+def diagnose_run(run: RunDir, record: RunRecord) -> Diagnosis:
+    found = _from_doctor(run.log_path, record.command_line)
+    if found is not None:
+        return found
+    lines = tail(run.log_path)
+    errors = record.facts.errors
+    summary = errors[0] if errors else (record.message or "the engine failed")
+    parts = []
+    if errors:
+        parts.append("Errors the engine printed:")
+        parts += [f"  {e}" for e in errors]
+        parts.append("")
+    parts.append(f"Last {len(lines)} lines of {run.log_path}:")
+    parts += lines
+    return Diagnosis(summary=summary, text="\n".join(parts) + "\n", source="log tail")

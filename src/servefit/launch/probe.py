@@ -1,0 +1,115 @@
+"""Readiness: the server is ready when `/health` (or `/health_generate`), `/v1/models` and one
+tiny chat completion all answer.
+
+A log line saying "ready" is not enough: in the user's report a server printed it and then died
+on its first request. SGLang answers /health with 503 until its own warm-up request is done
+(sglang/srt/entrypoints/http_server.py:health_generate, ServerStatus.Starting) and
+/health_generate runs a one-token generation; vLLM answers /health once the engine core is up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# A request any chat model can answer in a few tokens; max_tokens keeps it cheap on a slow start.
+CHAT_PROMPT = "Reply with the single word: ready"
+CHAT_MAX_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    step: str  # health | models | chat
+    message: str  # what answered, or why not
+    model: str | None = None
+
+
+def _reason(exc: Exception, timeout: float) -> str:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused (not listening yet)"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "connection closed without a response"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _get(client: Any, url: str, timeout: float) -> tuple[Any | None, str | None]:
+    import httpx
+
+    try:
+        return client.get(url, timeout=timeout), None
+    except httpx.HTTPError as exc:
+        return None, _reason(exc, timeout)
+
+
+def check_health(client: Any, base_url: str, path: str, timeout: float) -> str | None:
+    """None when healthy, else why not."""
+    resp, err = _get(client, base_url + path, timeout)
+    if err is not None:
+        return f"GET {path}: {err}"
+    if resp.status_code != 200:
+        return f"GET {path}: HTTP {resp.status_code}"
+    return None
+
+
+def list_model(client: Any, base_url: str, timeout: float) -> tuple[str | None, str | None]:
+    """(first model id, None) or (None, why not)."""
+    resp, err = _get(client, base_url + "/v1/models", timeout)
+    if err is not None:
+        return None, f"GET /v1/models: {err}"
+    if resp.status_code != 200:
+        return None, f"GET /v1/models: HTTP {resp.status_code}"
+    try:
+        data = resp.json().get("data") or []
+        model = data[0]["id"]
+    except (ValueError, AttributeError, LookupError, TypeError):
+        return None, "GET /v1/models: no model listed"
+    return str(model), None
+
+
+def tiny_chat(client: Any, base_url: str, model: str, timeout: float) -> str | None:
+    """None when a chat completion came back, else why not."""
+    import httpx
+
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": CHAT_PROMPT}],
+        "max_tokens": CHAT_MAX_TOKENS,
+        "temperature": 0,
+    }
+    try:
+        resp = client.post(base_url + "/v1/chat/completions", json=body, timeout=timeout)
+    except httpx.HTTPError as exc:
+        return f"POST /v1/chat/completions: {_reason(exc, timeout)}"
+    if resp.status_code != 200:
+        detail = resp.text.strip().replace("\n", " ")[:200]
+        return f"POST /v1/chat/completions: HTTP {resp.status_code} {detail}".rstrip()
+    try:
+        choice = resp.json()["choices"][0]
+    except (ValueError, LookupError, TypeError):
+        return "POST /v1/chat/completions: the answer has no choices"
+    if not isinstance(choice, dict) or not (choice.get("message") or choice.get("finish_reason")):
+        return "POST /v1/chat/completions: the answer has no message"
+    return None
+
+
+def readiness(
+    client: Any, base_url: str, health_path: str, probe_timeout: float, chat_timeout: float
+) -> ProbeResult:
+    """One round of the three checks, stopping at the first that does not answer."""
+    err = check_health(client, base_url, health_path, probe_timeout)
+    if err is not None:
+        return ProbeResult(False, "health", err)
+    model, err = list_model(client, base_url, probe_timeout)
+    if err is not None or model is None:
+        return ProbeResult(False, "models", err or "no model")
+    err = tiny_chat(client, base_url, model, chat_timeout)
+    if err is not None:
+        return ProbeResult(False, "chat", err, model)
+    return ProbeResult(
+        True, "chat", f"{health_path}, /v1/models and a chat completion answered", model
+    )

@@ -1,0 +1,150 @@
+"""Typed records of a launch: the run record (run.json), preflight checks, the engine's
+start-up facts and the supervisor's settings. JSON is `model_dump(mode="json")`; docs/launch.md
+documents the fields.
+
+The run record is mutable on purpose: the supervisor and `servefit stop` update it in place
+under a file lock (rundir.RunDir.update), always writing the whole file atomically.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+State = Literal[
+    "starting", "loading_weights", "allocating", "capturing_graphs", "ready", "failed", "stopped"
+]
+# Start-up stages in the order an engine goes through them; a run never moves backwards.
+STAGES: tuple[str, ...] = ("starting", "loading_weights", "allocating", "capturing_graphs", "ready")
+TERMINAL: frozenset[str] = frozenset({"failed", "stopped"})
+STATE_LABEL = {
+    "starting": "starting",
+    "loading_weights": "loading weights",
+    "allocating": "allocating",
+    "capturing_graphs": "capturing graphs",
+    "ready": "ready",
+    "failed": "failed",
+    "stopped": "stopped",
+}
+
+CheckStatus = Literal["ok", "warn", "fail", "skip"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Check(_Model):
+    """One preflight check. `fail` refuses the launch unless --force."""
+
+    name: str  # plan | gpu-memory | gpu-processes | port | visible-devices | nvml
+    status: CheckStatus
+    message: str
+    detail: list[str] = Field(default_factory=list)
+
+
+class SupervisorConfig(_Model):
+    """How long to wait and how to probe; every value is a `servefit launch` option."""
+
+    ready_timeout_s: float = 1800.0  # from spawn to ready (weights of a 27B model take minutes)
+    probe_timeout_s: float = 5.0  # one /health or /v1/models request
+    chat_timeout_s: float = 120.0  # the first chat completion (kernels may still JIT-compile)
+    probe_interval_s: float = 1.0
+    settle_s: float = 1.0  # after the first answer: the engine must still be alive and healthy
+    health_path: Literal["/health", "/health_generate"] = "/health"
+    health_interval_s: float = 10.0  # after ready
+    unhealthy_after: int = 3  # failed health checks in a row that mean "stopped answering"
+    grace_s: float = 15.0  # SIGTERM -> SIGKILL when servefit stops the engine itself
+    keep_failed: bool = False  # leave an engine that never became ready running
+
+
+class EngineFacts(_Model):
+    """What the engine printed while starting (rank 0's lines; GiB as the engine prints them)."""
+
+    avail_before_load_gib: float | None = None
+    weights_gib: float | None = (
+        None  # SGLang "Load weight end ... mem usage", vLLM "Model loading took"
+    )
+    avail_after_load_gib: float | None = None
+    kv_tokens: int | None = None
+    kv_gib: float | None = None  # SGLang K + V sizes, vLLM "Available KV cache memory"
+    mamba_slots: int | None = None
+    mamba_gib: float | None = None  # conv + ssm state
+    spec_state_gib: float | None = None  # intermediate ssm + conv window (speculative)
+    pool_end_avail_gib: float | None = None
+    graph_s: float | None = None
+    graph_gib: float | None = None
+    max_running_requests: int | None = None
+    capped_running_requests: int | None = None
+    context_len: int | None = None
+    max_concurrency: float | None = None  # vLLM "Maximum concurrency for N tokens per request"
+    http_url: str | None = None
+    engine_says_ready: bool = False  # "The server is fired up" / "Application startup complete."
+    errors: list[str] = Field(default_factory=list)  # error lines, first few, verbatim
+
+
+class Timings(_Model):
+    """Epoch seconds at which each stage was entered."""
+
+    created: float
+    started: float | None = None
+    loading_weights: float | None = None
+    allocating: float | None = None
+    capturing_graphs: float | None = None
+    ready: float | None = None
+    ended: float | None = None
+    time_to_ready_s: float | None = None  # ready - started
+
+
+class StopInfo(_Model):
+    requested_at: float
+    by: str  # "servefit stop", "not ready in time", "interrupted", ...
+    signals: list[str] = Field(default_factory=list)  # signals sent, in order
+    grace_s: float
+    escalated: bool = False  # SIGKILL was needed
+    port_closed: bool | None = None
+    gpu_released: bool | None = None  # None: not checked (no NVML)
+    note: str | None = None
+
+
+class RunRecord(_Model):
+    """run.json."""
+
+    schema_version: int = 1
+    id: str
+    engine: str
+    command_line: str
+    cwd: str
+    host: str
+    port: int
+    url: str
+    state: State = "starting"
+    message: str | None = None  # why it failed or stopped
+    pid: int | None = None
+    pgid: int | None = None
+    pid_start_ticks: int | None = None
+    watcher_pid: int | None = None
+    exit_code: int | None = None
+    exit_signal: str | None = None
+    served_model: str | None = None
+    timings: Timings
+    facts: EngineFacts = Field(default_factory=EngineFacts)
+    config: SupervisorConfig = Field(default_factory=SupervisorConfig)
+    preflight: list[Check] = Field(default_factory=list)
+    forced: bool = False
+    plan_verdict: str | None = None
+    stop_requested: bool = False
+    stop: StopInfo | None = None
+    leftover_pids: list[int] = Field(
+        default_factory=list
+    )  # group members alive after the leader exited
+    diagnosis: str | None = None  # the doctor's summary; the full text is in diagnosis.txt
+
+    @property
+    def time_to_ready_s(self) -> float | None:
+        return self.timings.time_to_ready_s
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL

@@ -1,0 +1,174 @@
+"""Stopping a run: only the process group servefit started, never anything found by name.
+
+SIGTERM to the group, a grace period, SIGKILL to whatever is left; then wait until the port is
+closed and, where NVML works, until the GPUs no longer list the run's processes. The group is
+signalled only while it is provably the run's (procs.py: the leader's start time matches, or the
+members carry the run's SERVEFIT_RUN_ID marker).
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.launch import procs
+from servefit.launch.rundir import RunDir
+from servefit.launch.schema import RunRecord, StopInfo
+
+_POLL_S = 0.05
+
+
+@dataclass
+class StopResult:
+    run_id: str
+    was_running: bool
+    signals: list[str] = field(default_factory=list)
+    escalated: bool = False
+    port_closed: bool | None = None
+    gpu_released: bool | None = None
+    state: str | None = None
+    exit: str | None = None  # "was killed by SIGTERM", ...
+    notes: list[str] = field(default_factory=list)
+
+
+def owned_members(record: RunRecord) -> list[int]:
+    """Live processes of the run's group that are provably the run's."""
+    if record.pgid is None:
+        return []
+    members = procs.group_members(record.pgid)
+    if not members:
+        return []
+    if procs.same_process(record.pid, record.pid_start_ticks):
+        return members
+    # The leader is gone (or its pid was reused outside the group): trust only marked members.
+    return [pid for pid in members if procs.run_marker(pid) == record.id]
+
+
+def terminate_group(
+    record: RunRecord, grace_s: float, kill_wait_s: float = 5.0
+) -> tuple[list[str], bool, bool]:
+    """SIGTERM, grace, SIGKILL. Returns (signals sent, escalated, group gone)."""
+    sent: list[str] = []
+    if not owned_members(record):
+        return sent, False, True
+    assert record.pgid is not None
+    procs.signal_group(record.pgid, signal.SIGTERM)
+    sent.append("SIGTERM")
+    if _wait(lambda: not owned_members(record), grace_s):
+        return sent, False, True
+    procs.signal_group(record.pgid, signal.SIGKILL)
+    sent.append("SIGKILL")
+    return sent, True, _wait(lambda: not owned_members(record), kill_wait_s)
+
+
+def _wait(done: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + max(0.0, timeout_s)
+    while True:
+        if done():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_S)
+
+
+def port_open(host: str, port: int, timeout_s: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def _gpu_holders(gpus: Any, pids: set[int]) -> set[int]:
+    held: set[int] = set()
+    for dev in gpus.devices:
+        held |= {p.pid for p in dev.processes if p.pid in pids}
+    return held
+
+
+def wait_gpu_release(
+    pids: set[int], timeout_s: float, gpus_fn: Callable[[], Any] | None = None
+) -> tuple[bool | None, str | None]:
+    """(True, None) once NVML lists none of `pids`; (None, why) when NVML cannot be asked."""
+    if gpus_fn is None:
+        from servefit.hardware.nvml import local_gpus as gpus_fn
+    gpus = gpus_fn()
+    if not gpus.devices:
+        return None, f"GPU release not checked: {gpus.reason or 'no GPU visible'}"
+    ok = _wait(lambda: not _gpu_holders(gpus_fn(), pids), timeout_s)
+    if ok:
+        return True, None
+    left = sorted(_gpu_holders(gpus_fn(), pids))
+    return False, f"GPU memory still held by pid {', '.join(map(str, left))} after {timeout_s:g} s"
+
+
+def stop_run(
+    run: RunDir,
+    *,
+    grace_s: float | None = None,
+    by: str = "servefit stop",
+    port_timeout_s: float = 10.0,
+    gpu_timeout_s: float = 30.0,
+    record_timeout_s: float = 5.0,
+    gpus_fn: Callable[[], Any] | None = None,
+) -> StopResult:
+    with run.update() as rec:
+        grace = rec.config.grace_s if grace_s is None else grace_s
+        already_terminal = rec.terminal
+        if not rec.stop_requested:
+            rec.stop_requested = True
+            rec.stop = StopInfo(requested_at=time.time(), by=by, grace_s=grace)
+    # The supervisor may be between "stop requested?" and spawning; it writes the pid under the
+    # same lock, so wait briefly for either a pid or its final record.
+    if rec.pid is None and not already_terminal and procs.is_alive(rec.watcher_pid):
+        _wait(lambda: run.read().pid is not None or run.read().terminal, record_timeout_s)
+        rec = run.read()
+    result = StopResult(run_id=run.id, was_running=bool(owned_members(rec)))
+    before = set(owned_members(rec))
+    if rec.pid:
+        before.add(rec.pid)
+    if result.was_running:
+        result.signals, result.escalated, gone = terminate_group(rec, grace)
+        if not gone:
+            result.notes.append("some processes of the run survived SIGKILL (uninterruptible I/O?)")
+    if result.was_running or rec.state in ("ready", "capturing_graphs"):
+        host = "127.0.0.1" if rec.host in ("0.0.0.0", "", "::") else rec.host
+        result.port_closed = _wait(lambda: not port_open(host, rec.port), port_timeout_s)
+        if not result.port_closed:
+            result.notes.append(
+                f"port {rec.port} still accepts connections after {port_timeout_s:g} s"
+            )
+    if result.was_running:
+        result.gpu_released, note = wait_gpu_release(before, gpu_timeout_s, gpus_fn)
+        if note:
+            result.notes.append(note)
+    # The supervisor records the exit status (only a parent can read it); without one, say so.
+    supervisor_alive = procs.is_alive(rec.watcher_pid)
+    if supervisor_alive:
+        _wait(lambda: run.read().terminal, record_timeout_s)
+    with run.update() as final:
+        if final.stop is not None:
+            final.stop.signals = result.signals
+            final.stop.escalated = result.escalated
+            final.stop.port_closed = result.port_closed
+            final.stop.gpu_released = result.gpu_released
+            final.stop.note = "; ".join(result.notes) or None
+        if not final.terminal and not owned_members(final):
+            final.state = "stopped"
+            final.timings.ended = final.timings.ended or time.time()
+            final.message = final.message or (
+                f"stopped by {by} ({' then '.join(result.signals) or 'nothing was running'}); "
+                "exit status unknown: the supervisor was not running"
+            )
+        result.state = final.state
+        if final.exit_signal or final.exit_code is not None:
+            result.exit = (
+                f"was killed by {final.exit_signal}"
+                if final.exit_signal
+                else f"exited with code {final.exit_code}"
+            )
+    return result

@@ -1,0 +1,418 @@
+"""Start the engine and watch it to the end.
+
+The engine runs in its own session (start_new_session=True), so its process group is its pid
+and every process it forks (schedulers, detokenizer, workers) can be stopped together and only
+they. Its stdout and stderr go straight into the run's fresh engine.log: nothing is lost if
+servefit itself dies. The supervisor reads that file as it grows and moves the run through
+starting -> loading_weights -> allocating -> capturing_graphs from the engine's own lines
+(events.py), probes readiness (probe.py) in a thread, and declares the run ready only after
+/health, /v1/models and one chat completion have answered and the engine is still alive and
+healthy `settle_s` later. When the engine exits, the exit code or signal is recorded (only the
+parent can read it, which is why the supervisor is the engine's parent), leftovers of the group
+are cleaned up, and the doctor is run on the log.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from servefit.launch import procs
+from servefit.launch.events import LogProgress, split_lines
+from servefit.launch.probe import check_health, readiness
+from servefit.launch.rundir import RunDir
+from servefit.launch.schema import (
+    STAGES,
+    STATE_LABEL,
+    Check,
+    RunRecord,
+    StopInfo,
+    SupervisorConfig,
+    Timings,
+)
+
+POLL_S = 0.05
+STOP_POLL_S = 0.25
+
+
+class _LogTail:
+    """Read a file as it grows, line by line (a \\r also ends a line)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos = 0
+        self.rest = b""
+
+    def read(self, final: bool = False) -> list[str]:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.pos)
+                data = fh.read()
+        except OSError:
+            return []
+        self.pos += len(data)
+        lines, self.rest = split_lines(self.rest + data)
+        if final and self.rest:
+            lines.append(self.rest.decode("utf-8", "replace"))
+            self.rest = b""
+        return lines
+
+
+class _Prober(threading.Thread):
+    """Readiness probes until the first full answer, then health checks until told to stop."""
+
+    def __init__(self, base_url: str, config: Any) -> None:
+        super().__init__(name="servefit-probe", daemon=True)
+        self.base_url = base_url
+        self.config = config
+        self.stop_event = threading.Event()
+        self.first_ok_at: float | None = None  # monotonic time of the first full answer
+        self.settled = threading.Event()  # still healthy settle_s after the first answer
+        self.model: str | None = None
+        self.last: str = "not probed yet"
+        self.unresponsive: str | None = None
+        self.tries = 0
+
+    def run(self) -> None:
+        import httpx
+
+        cfg = self.config
+        with httpx.Client() as client:
+            while not self.stop_event.is_set():
+                self.tries += 1
+                result = readiness(
+                    client, self.base_url, cfg.health_path, cfg.probe_timeout_s, cfg.chat_timeout_s
+                )
+                self.last = result.message
+                if result.ok:
+                    self.model = result.model
+                    self.first_ok_at = time.monotonic()
+                    break
+                self.stop_event.wait(cfg.probe_interval_s)
+            if self.stop_event.wait(cfg.settle_s):
+                return
+            err = check_health(client, self.base_url, cfg.health_path, cfg.probe_timeout_s)
+            if err is not None:
+                self.last = err
+                self.unresponsive = f"stopped answering right after its first request ({err})"
+                return
+            self.settled.set()
+            failures = 0
+            while not self.stop_event.wait(cfg.health_interval_s):
+                err = check_health(client, self.base_url, cfg.health_path, cfg.probe_timeout_s)
+                failures = failures + 1 if err else 0
+                if err:
+                    self.last = err
+                if failures >= cfg.unhealthy_after:
+                    self.unresponsive = (
+                        f"stopped answering: {failures} health checks in a row failed ({err})"
+                    )
+                    return
+
+
+class Supervisor:
+    """Runs one launch from spawn to exit; `run()` returns the final record."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.rundir = run
+        self.record = run.read()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.progress = LogProgress(self.record.engine)
+        self.prober: _Prober | None = None
+        self._t0 = time.monotonic()
+        self._ready_mono: float | None = None
+        self._dirty = False
+
+    # ---- record plumbing: the supervisor owns these fields, `servefit stop` owns stop*
+
+    _OWNED = (
+        "state", "message", "pid", "pgid", "pid_start_ticks", "watcher_pid", "exit_code",
+        "exit_signal", "served_model", "timings", "facts", "leftover_pids", "diagnosis",
+    )  # fmt: skip
+
+    def _commit(self) -> None:
+        with self.rundir.update() as rec:
+            for name in self._OWNED:
+                setattr(rec, name, getattr(self.record, name))
+            self.record.stop_requested = rec.stop_requested
+            self.record.stop = rec.stop
+        self._dirty = False
+
+    def _refresh_stop(self) -> None:
+        try:
+            rec = self.rundir.read()
+        except (OSError, ValueError):
+            return
+        self.record.stop_requested = rec.stop_requested
+        self.record.stop = rec.stop
+
+    def _enter(self, state: str, fill: bool = True) -> None:
+        """Move forward to `state`. With `fill`, start-up stages passed without a line of their
+        own get the same time (several lines can arrive in one read); ready never fills: an
+        engine without CUDA graphs (--disable-cuda-graph) did not capture any."""
+        rec = self.record
+        if rec.terminal or rec.state not in STAGES or state not in STAGES:
+            return
+        now, at, to = time.time(), STAGES.index(rec.state), STAGES.index(state)
+        for stage in STAGES[at + 1 : to + 1] if fill else STAGES[to : to + 1] if to > at else ():
+            setattr(rec.timings, stage, now)
+            rec.state = stage  # type: ignore[assignment]
+            self._dirty = True
+
+    def _fail(self, message: str) -> None:
+        if self.record.terminal:
+            return
+        self.record.state = "failed"
+        self.record.message = message
+        self._dirty = True
+
+    # ---- the run
+
+    def run(self) -> RunRecord:
+        self.record.watcher_pid = os.getpid()
+        if not self._spawn():
+            return self.record
+        self.prober = _Prober(self.record.url, self.record.config)
+        self.prober.start()
+        tail = _LogTail(self.rundir.log_path)
+        next_stop_poll = 0.0
+        try:
+            while True:
+                self._read_log(tail.read())
+                rc = self.proc.poll()  # type: ignore[union-attr]
+                if rc is not None:
+                    break
+                self._check_readiness()
+                now = time.monotonic()
+                if now >= next_stop_poll:
+                    self._refresh_stop()
+                    next_stop_poll = now + STOP_POLL_S
+                if self._dirty:
+                    self._commit()
+                time.sleep(POLL_S)
+        finally:
+            self.prober.stop_event.set()
+        self._read_log(tail.read(final=True))
+        self._finish(rc)
+        return self.record
+
+    def _spawn(self) -> bool:
+        argv_info = self.rundir.read_json(self.rundir.argv_path) or {}
+        argv: list[str] = list(argv_info.get("argv") or [])
+        changed: dict[str, str] = self.rundir.read_json(self.rundir.env_path) or {}
+        env = {**os.environ, **changed}
+        with self.rundir.update() as rec:
+            rec.watcher_pid = self.record.watcher_pid
+            if rec.stop_requested:
+                rec.state = "stopped"
+                rec.message = "stopped before the engine was started"
+                rec.timings.ended = time.time()
+                self.record = rec
+                return False
+            log = self.rundir.open_new_log()
+            try:
+                self.proc = subprocess.Popen(
+                    argv,
+                    cwd=rec.cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # own session and process group: pgid == pid
+                    close_fds=True,
+                )
+            except OSError as exc:
+                rec.state = "failed"
+                rec.message = (
+                    f"cannot run {argv[0] if argv else '(nothing)'}: {exc.strerror or exc}"
+                )
+                rec.timings.ended = time.time()
+                self.record = rec
+                return False
+            finally:
+                log.close()
+            pid = self.proc.pid
+            rec.pid = pid
+            rec.pgid = pid
+            rec.pid_start_ticks = procs.start_ticks(pid)
+            rec.timings.started = time.time()
+            self.record = rec
+        self._t0 = time.monotonic()
+        return True
+
+    def _read_log(self, lines: list[str]) -> None:
+        for line in lines:
+            if self.progress.feed(line):
+                self._dirty = True
+                self._enter(self.progress.stage)  # at the line that starts it
+        if self._dirty:
+            self.record.facts = self.progress.facts.model_copy(deep=True)
+
+    def _check_readiness(self) -> None:
+        rec, prober = self.record, self.prober
+        assert prober is not None
+        if rec.state == "ready":
+            if prober.unresponsive and not rec.terminal:
+                self._fail(f"the engine {prober.unresponsive}")
+                self._commit()
+                self._diagnose()
+            return
+        if rec.terminal:
+            return
+        if prober.settled.is_set():
+            rec.served_model = prober.model
+            self._enter("ready", fill=False)
+            rec.timings.time_to_ready_s = round(rec.timings.ready - rec.timings.started, 3)  # type: ignore[operator]
+            self._ready_mono = time.monotonic()
+            return
+        if prober.unresponsive:
+            self._fail(f"the engine {prober.unresponsive}")
+            self._not_ready_stop("stopped answering after its first request")
+            return
+        waited = time.monotonic() - self._t0
+        if waited > rec.config.ready_timeout_s:
+            stage = STATE_LABEL[rec.state]
+            self._fail(
+                f"not ready after {rec.config.ready_timeout_s:g} s (engine: {stage}; "
+                f"last probe: {prober.last})"
+            )
+            self._not_ready_stop("not ready in time")
+
+    def _not_ready_stop(self, why: str) -> None:
+        """A start-up that failed while the engine still runs: stop it (it is ours and holds
+        the GPUs) unless the user asked to keep it."""
+        self._commit()
+        if self.record.config.keep_failed:
+            return
+        from servefit.launch.stop import terminate_group
+
+        info = StopInfo(requested_at=time.time(), by=why, grace_s=self.record.config.grace_s)
+        with self.rundir.update() as rec:
+            rec.stop = info
+        signals, escalated, _ = terminate_group(self.record, self.record.config.grace_s)
+        with self.rundir.update() as rec:
+            if rec.stop is not None:
+                rec.stop.signals = signals
+                rec.stop.escalated = escalated
+
+    def _finish(self, rc: int) -> None:
+        rec = self.record
+        self._refresh_stop()
+        rec.timings.ended = time.time()
+        if rc < 0:
+            rec.exit_signal = procs.signal_name(-rc)
+        else:
+            rec.exit_code = rc
+        how = procs.describe_exit(rc)
+        if rec.terminal:
+            rec.message = f"{rec.message}; the engine {how}"
+        elif rec.stop_requested:
+            rec.state = "stopped"
+            by = rec.stop.by if rec.stop else "servefit stop"
+            rec.message = f"stopped by {by}: the engine {how}"
+        else:
+            rec.message = self._exit_message(how)  # reads the stage the engine died in
+            rec.state = "failed"
+        self._cleanup_leftovers()
+        self._commit()
+        if rec.state == "failed":
+            self._diagnose()
+
+    def _exit_message(self, how: str) -> str:
+        rec, prober = self.record, self.prober
+        if rec.timings.ready is not None and self._ready_mono is not None:
+            after = time.monotonic() - self._ready_mono
+            msg = f"the engine {how} {after:.1f} s after it became ready"
+        elif prober is not None and prober.first_ok_at is not None:
+            msg = f"the engine {how} right after answering its first request"
+        else:
+            msg = f"the engine {how} while {STATE_LABEL[rec.state]}"
+        if rec.facts.errors:
+            msg += f": {rec.facts.errors[0]}"
+        return msg
+
+    def _cleanup_leftovers(self) -> None:
+        """The leader is gone; processes it forked may still hold GPU memory. They are ours."""
+        from servefit.launch.stop import owned_members, terminate_group
+
+        left = owned_members(self.record)
+        if not left:
+            return
+        self.record.leftover_pids = left
+        terminate_group(self.record, grace_s=2.0)
+
+    def _diagnose(self) -> None:
+        from servefit.launch.diagnose import diagnose_run
+
+        try:
+            diagnosis = diagnose_run(self.rundir, self.record)
+        except Exception as exc:  # the diagnosis must never take the record down with it
+            diagnosis = None
+            self.record.diagnosis = f"diagnosis failed: {type(exc).__name__}: {exc}"
+        if diagnosis is not None:
+            from servefit.launch.rundir import write_atomic
+
+            write_atomic(self.rundir.diagnosis_path, diagnosis.text)
+            self.record.diagnosis = diagnosis.summary
+        self._commit()
+
+
+def prepare_run(
+    root: str | os.PathLike[str],
+    launch: Any,
+    *,
+    extra_env: dict[str, str] | None = None,
+    plan: Any | None = None,
+    checks: list[Check] | None = None,
+    config: SupervisorConfig | None = None,
+    forced: bool = False,
+    typed: list[str] | None = None,
+) -> RunDir:
+    """A new run directory with everything the supervisor needs: argv.json, env.json,
+    plan.json and the first run record. `launch` is a command.EngineLaunch."""
+    run = RunDir.create(root)
+    env = {**launch.env, **(extra_env or {})}
+    if "PYTHONUNBUFFERED" not in os.environ and "PYTHONUNBUFFERED" not in env:
+        env["PYTHONUNBUFFERED"] = "1"  # progress lines reach the log as they are printed
+    env[procs.RUN_MARKER] = run.id  # inherited by every process of the engine: its identity
+    cwd = os.getcwd()
+    run.write_json(run.argv_path, {"argv": launch.argv, "cwd": cwd, "typed": typed or launch.argv})
+    run.write_json(run.env_path, env)
+    if plan is not None:
+        run.write_json(run.plan_path, plan.model_dump(mode="json"))
+    run.save(
+        RunRecord(
+            id=run.id,
+            engine=launch.engine,
+            command_line=launch.command_line,
+            cwd=cwd,
+            host=launch.host,
+            port=launch.port,
+            url=launch.url,
+            timings=Timings(created=time.time()),
+            config=config or SupervisorConfig(),
+            preflight=list(checks or []),
+            forced=forced,
+            plan_verdict=plan.verdict if plan is not None else None,
+        )
+    )
+    return run
+
+
+def spawn_supervisor(run: RunDir) -> subprocess.Popen[bytes]:
+    """`python -m servefit.launch.watch RUN_DIR` in its own session: it outlives the terminal
+    that launched it and does not receive that terminal's Ctrl-C."""
+    with open(run.supervisor_log_path, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "servefit.launch.watch", str(run.path)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )

@@ -1,0 +1,121 @@
+"""What every check gets: the client, the options, and what earlier checks found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from servefit.verify.client import EndpointClient
+from servefit.verify.result import CheckResult, Status
+
+
+@dataclass(frozen=True)
+class RooflineInputs:
+    """What the bandwidth bound needs: a model config, a GPU, the TP size."""
+
+    config: str  # catalog id, config.json, checkpoint dir or Hub id
+    gpu: str  # catalog name
+    tp: int | None = None  # None: the server's tp_size when it reports one, else 1
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """Knobs of a verify run; the defaults suit a real deployment."""
+
+    model: str | None = None  # served model id; default: the first one /v1/models lists
+    reference_url: str | None = None  # the same model with speculative decoding off
+    api_key: str | None = None
+    timeout_s: float = 120.0  # per request (between stream events when streaming)
+    max_tokens: int = 1024  # degenerate-output and reasoning prompts (loops stop earlier)
+    short_max_tokens: int = 128  # determinism, reference comparison, tools
+    speed_max_tokens: int = 256
+    concurrency: tuple[int, ...] = (1, 4, 8)
+    roofline: RooflineInputs | None = None
+
+
+@dataclass
+class CheckContext:
+    """Shared state of one run. Checks read what earlier checks recorded here."""
+
+    client: EndpointClient
+    options: VerifyOptions
+    model: str | None = None
+    engine: str | None = None  # "sglang" | "vllm" | None
+    server_info: dict[str, Any] | None = None  # SGLang /server_info at the start
+    metrics_baseline: dict[str, float] | None = None  # vLLM /metrics at the start
+    reference: EndpointClient | None = None
+    results: dict[str, CheckResult] = field(default_factory=dict)
+    loops_seen: list[str] = field(default_factory=list)  # "where: reason" of every loop found
+    accept_length: float | None = None  # measured by the speculative check
+
+    def chat_body(
+        self,
+        prompt: str | list[dict[str, Any]],
+        *,
+        max_tokens: int,
+        thinking: bool | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """A greedy chat request. thinking=None leaves the chat template's default alone."""
+        messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        body: dict[str, Any] = {
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            **extra,
+        }
+        if self.model:
+            body["model"] = self.model
+        if thinking is not None:
+            # Qwen3-family templates read enable_thinking; other templates ignore unknown keys.
+            body["chat_template_kwargs"] = {"enable_thinking": thinking}
+        return body
+
+
+def result(
+    name: str,
+    title: str,
+    status: Status,
+    summary: str,
+    evidence: list[str] | None = None,
+    **data: Any,
+) -> CheckResult:
+    return CheckResult(
+        name=name, title=title, status=status, summary=summary, evidence=evidence or [], data=data
+    )
+
+
+@dataclass(frozen=True)
+class Check:
+    """A named check: `run` returns its result, raising EndpointError on a failed request."""
+
+    name: str
+    title: str
+    run: Callable[[CheckContext], CheckResult]
+    needs_generation: bool = True  # skipped when the endpoint is not answering
+
+
+def first_difference(a: list[str], b: list[str]) -> int | None:
+    """Index of the first differing item; None when the lists are equal."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def show(text: str, limit: int = 80) -> str:
+    """A short, quoted, one-line rendering of generated text for evidence lines."""
+    text = text if len(text) <= limit else text[:limit] + "..."
+    return repr(text)
+
+
+def note_loop(ctx: CheckContext, where: str, text: str) -> str | None:
+    """Replay a finished (non-streamed) text through the loop detector; record and describe a loop."""
+    from servefit.verify.detectors import first_loop
+
+    finding = first_loop(text)
+    if not finding.degenerate:
+        return None
+    ctx.loops_seen.append(f"{where}: {finding.reason}")
+    return f"{where}: LOOP: {finding.reason}"

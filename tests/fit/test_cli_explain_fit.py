@@ -1,0 +1,148 @@
+"""`servefit explain` and `servefit fit` as a user runs them: JSON, tables, exit codes, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from servefit.cli.main import main
+from tests.seedcase import HAND_TUNED_ARGV, SEED_ARGV
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_explain_json_seed_085(capsys):
+    code, out, _ = run(
+        capsys,
+        "explain",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--format",
+        "json",
+        "--",
+        *SEED_ARGV,
+        "--mem-fraction-static",
+        "0.85",
+    )
+    e = json.loads(out)
+    assert code == 1
+    assert e["plan"]["error_consumer"] == "speculative mamba state"
+    ratio = next(lv for lv in e["levers"] if lv["name"] == "mamba_full_memory_ratio")
+    assert ratio["effect"] == "no effect"
+    assert e["fix"]["best"]["command_flags"] == "--max-running-requests 11"
+
+
+def test_explain_table_hand_tuned(capsys):
+    code, out, _ = run(
+        capsys,
+        "explain",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--",
+        *SEED_ARGV,
+        *HAND_TUNED_ARGV,
+    )
+    assert code == 0
+    assert "Memory consumers per rank" in out and "Your flags" in out
+    assert "never read" in out  # the ratio flag's reason
+
+
+def test_fit_json_with_baseline_from_the_launch_command(capsys):
+    code, out, _ = run(
+        capsys,
+        "fit",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--concurrency",
+        "16",
+        "--top",
+        "2",
+        "--format",
+        "json",
+        "--",
+        *SEED_ARGV,
+        *HAND_TUNED_ARGV,
+    )
+    r = json.loads(out)
+    assert code == 0
+    # MODEL, --num-gpus, --context and --spec came from the launch command
+    assert r["model"] == "Qwen/Qwen3.6-27B" and r["gpus_per_node"] == 2
+    assert r["context"] == 32768 and r["spec"] == "mtp"
+    assert r["beats_baseline"] is True
+    shell = r["best"][0]["commands"][0]["shell"]
+    # the user's non-memory flags are kept in the command servefit prints
+    assert "--reasoning-parser qwen3" in shell and "--port 30000" in shell
+
+
+def test_fit_table_side_by_side(capsys):
+    code, out, _ = run(
+        capsys,
+        "fit",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--concurrency",
+        "16",
+        "--top",
+        "1",
+        "--",
+        *SEED_ARGV,
+        *HAND_TUNED_ARGV,
+    )
+    assert code == 0
+    assert "Your launch vs servefit's best" in out and "flags with no effect" in out
+    assert "python -m sglang.launch_server" in out
+
+
+def test_fit_errors_are_one_line(capsys):
+    code, _, err = run(
+        capsys,
+        "fit",
+        "Qwen/Qwen3.6-27B",
+        "--gpu",
+        "A6000",
+        "--num-gpus",
+        "2",
+        "--context",
+        "32768",
+        "--spec",
+        "eagle3",
+    )
+    assert code == 2
+    assert (
+        err.strip()
+        == "servefit: error: --spec eagle3 needs --draft-model PATH (the draft checkpoint)"
+    )
+    code, _, err = run(capsys, "fit", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--context", "32768")
+    assert code == 2 and err.startswith("servefit: error: pass --num-gpus")
+    assert "Traceback" not in err
+
+
+def test_fit_nothing_starts_exits_1(capsys):
+    code, out, _ = run(
+        capsys,
+        "fit",
+        "Qwen/Qwen3.6-27B",
+        "--gpu",
+        "A6000",
+        "--num-gpus",
+        "1",
+        "--context",
+        "32768",
+        "--engine",
+        "sglang==0.5.9",
+    )
+    assert code == 1 and "nothing starts" in out

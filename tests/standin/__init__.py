@@ -1,0 +1,1 @@
+"""Stand-in servers for tests (no engine, no GPU)."""

@@ -1,0 +1,213 @@
+"""Regenerate docs/explain-fit.md: run the documented commands and paste their real output,
+then append the JSON schemas of Explanation and FitResult.
+
+    python tools/gen_explain_fit_doc.py
+
+tests/explain/test_doc_schemas.py checks that the schemas in the doc are current.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "explain-fit.md"
+SEED = (
+    "python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B --tp-size 2 "
+    "--context-length 32768 --speculative-algo NEXTN --speculative-num-steps 3 "
+    "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
+)
+HAND = "--max-running-requests 16 --mamba-full-memory-ratio 0.5 --mem-fraction-static 0.88"
+
+
+def run(cmd: str, section: str | None = None) -> str:
+    env = {**os.environ, "COLUMNS": "110", "NO_COLOR": "1", "TERM": "dumb"}
+    exe = str(Path(sys.executable).parent / "servefit")
+    proc = subprocess.run(
+        cmd.replace("servefit ", exe + " ", 1), shell=True, capture_output=True, text=True, env=env
+    )
+    out = proc.stdout.rstrip()
+    if section:
+        out = out[out.index(section) :]
+    lines = "\n".join(line.rstrip() for line in out.splitlines())
+    return f"```console\n$ {cmd}\n{lines}\n```\n(exit status {proc.returncode})"
+
+
+def schema(model) -> str:
+    return json.dumps(model.model_json_schema(), indent=1, sort_keys=True)
+
+
+def main() -> None:
+    from servefit.explain.schema import Explanation
+    from servefit.fit.schema import FitResult
+
+    text = TEMPLATE.format(
+        explain_085=run(
+            f"servefit explain --gpu A6000 --engine sglang==0.5.9 -- {SEED} "
+            "--mem-fraction-static 0.85"
+        ),
+        explain_hand=run(
+            f"servefit explain --gpu A6000 --engine sglang==0.5.9 --no-fix -- {SEED} {HAND}",
+            section="Your flags",
+        ),
+        explain_hand_23=run(
+            f"servefit explain --gpu A6000 --engine sglang==0.5.23 --no-fix -- {SEED} {HAND}",
+            section="Your flags",
+        ),
+        fit_seed=run(
+            f"servefit fit --gpu A6000 --engine sglang==0.5.9 --concurrency 16 -- {SEED} "
+            f"--reasoning-parser qwen3 {HAND}"
+        ),
+        fit_nodes=run(
+            "servefit fit Qwen/Qwen3.6-27B --gpu A6000 --num-gpus 2 --nodes 2 "
+            "--context 65536 --spec mtp --engine sglang==0.5.9 --top 1 "
+            "--dist-init-addr 10.0.0.1:5000"
+        ),
+        hand=HAND,
+        explanation_schema=schema(Explanation),
+        fit_schema=schema(FitResult),
+    )
+    DOC.write_text(text)
+    print(f"wrote {DOC}")
+
+
+TEMPLATE = """\
+# `servefit explain` and `servefit fit`
+
+`plan` says whether a launch starts. `explain` says **which memory, which consumer and which
+flag**: the consumers per rank with the formula and the numbers that produced them, what every
+lever of that engine release does (computed by re-planning, never from a rule table), which of
+your flags had no effect and why, and for a failing launch the minimal fix. `fit` searches
+parallelism and flags for the best launch command.
+
+Every number below is the output of the commands as shown (regenerate this page with
+`python tools/gen_explain_fit_doc.py`).
+
+## Terms
+
+* **Effective concurrency at context L** = `min(max running requests, KV tokens / L)`: the
+  number of requests of length L that run at the same time. The engine may admit more
+  requests (its `max_running_requests`), but at full length only `KV tokens / L` fit; and no
+  more than `max_running_requests` run however large the KV pool is.
+* **Headroom** = the predicted free memory after all pools and the draft model (`per_rank.free_gib`):
+  what is left for activations and CUDA graphs. Fixes and fit candidates must leave
+  `--min-free-gib` (default 2 GiB; the ground-truth logs show 0.03–0.93 GiB for graph capture).
+* **Stranded**: state-pool slots no running request can use (`max_mamba_cache_size` beyond
+  running x slots per request), and KV tokens beyond `running x L` that no request can reach.
+* **No effect**: re-planning the launch with every tried value of the flag leaves the verdict,
+  every pool and the concurrency unchanged. The reason is derived from the plan itself: the
+  engine overrode the value (its own `Change` record), or the plan shows the flag is not read
+  (for the ratio: the state pool's sizing branch is not the ratio branch), or the launch fails
+  on a consumer the flag does not size.
+
+## explain: the user's case, `--mem-fraction-static 0.85` (SGLang 0.5.9)
+
+{explain_085}
+
+What it says:
+
+* It fails because the **speculative mamba state** (48 requests, reset from none for
+  speculative decoding, x 4 draft tokens x 76,972,032 B = 13.76 GiB) plus the state pool
+  (48 slots, 3.44 GiB) exceed the 14.61 GiB budget. Raising `--mem-fraction-static` alone needs
+  0.92 and leaves room for about one 32K request.
+* `--mamba-full-memory-ratio` has **no effect** in 0.5.9 here: speculative decoding disables
+  the radix cache, so the state pool is sized from `max_running_requests`, and the ratio is
+  never read.
+* The minimal fix is one flag, `--max-running-requests 11`; the best pair reaches 13.
+
+## explain: the hand-tuned launch, which flags mattered
+
+The seed's fix was `{hand}`. In 0.5.9 the ratio did not matter:
+
+{explain_hand}
+
+The same launch in 0.5.23, where the ratio sizes the state pool and the state pool caps the
+running requests below 16:
+
+{explain_hand_23}
+
+## fit: the user's case, compared with the hand-tuned launch
+
+The launch command after `--` is the baseline; it also supplies the model, GPU count,
+context and speculative settings, and its other flags (`--reasoning-parser`) are kept in the
+printed commands.
+
+{fit_seed}
+
+## fit: two nodes
+
+`--num-gpus` is per node; the layouts use all `num-gpus x nodes` GPUs and each candidate gets
+one command per node.
+
+{fit_nodes}
+
+## How the search works
+
+* **explain** re-plans each lever of the engine release (`servefit/explain/levers.py`: the
+  catalogue lists each lever's engine attribute per release and generates candidate values
+  from the current plan): `--mem-fraction-static`, `--max-running-requests`,
+  `--mamba-full-memory-ratio`, `--max-mamba-cache-size`, `--mamba-ssm-dtype`, speculative
+  steps / draft tokens / off, `--context-length`, `--kv-cache-dtype`, `--chunked-prefill-size`,
+  the decode CUDA-graph batch size, the radix cache, the mamba scheduler (0.5.9) / radix-cache
+  (0.5.23) strategy, and TP / PP (the same GPUs, and twice as many). Then each flag you set is
+  re-planned without it.
+* **minimal fix** (`servefit/explain/fix.py`): every fix value of every lever alone, then pairs
+  of the levers that moved anything (coarse grids, refined one flag at a time). Ranked by
+  (flags changed, loss of effective concurrency at the requested context, loss of context,
+  more KV tokens, more headroom). Lossy levers (KV / SSM dtype) only with `--allow-lossy`;
+  speculative settings, the radix cache and the parallelism of more GPUs are not used.
+* **fit** (`servefit/fit/search.py`): for each TP x PP layout using all GPUs, (with
+  `--allow-lossy` also FP8 KV and BF16 SSM state; with `--allow-no-radix` also radix cache off),
+  for `max_running_requests` in engine default, 1..32, 36..256, for the state-pool sizing
+  (engine's own; `--max-mamba-cache-size` = running x slots per request, so no slot is
+  stranded; or a ratio), `--mem-fraction-static` from the engine default and 0.70..0.97 until the
+  headroom drops under `--min-free-gib`. Every candidate is a full plan; past 8,000 plans
+  (many layouts, lossy variants) both grids are thinned evenly. Ranking
+  (`servefit/fit/rank.py`): meets `--concurrency`; effective concurrency (capped at
+  `--concurrency`, whole requests); headroom (0.5 GiB steps); fewer changed flags; more KV
+  tokens. The best of each family (layout x set of changed flags) is shown.
+
+## Python API
+
+```python
+import servefit
+
+seed = dict(tp_size=2, context_length=32768, speculative_algorithm="NEXTN",
+            speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4)
+e = servefit.explain("Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9",
+                     mem_fraction_static=0.85, **seed)            # -> Explanation
+e.plan.error_consumer                  # 'speculative mamba state'
+e.fix.best.command_flags               # '--max-running-requests 11'
+[lv.reason for lv in e.levers if lv.name == "mamba_full_memory_ratio"]
+
+r = servefit.fit("Qwen/Qwen3.6-27B", gpu="A6000", num_gpus=2, context=32768, concurrency=16,
+                 spec="mtp", engine="sglang==0.5.9",
+                 baseline="--tp-size 2 --max-running-requests 16 --mem-fraction-static 0.88")
+r.best[0].changed_flags                # ['--max-running-requests 16', '--mem-fraction-static 0.92']
+print(r.best[0].commands[0].shell)     # the launch command, ready to paste
+```
+
+`servefit.plan/explain/fit` also accept a ready `PlanRequest`. Results are frozen pydantic
+models; `--format json` prints `model_dump_json()`; `--html FILE` writes one self-contained page
+(plotly.js inlined; `pip install 'servefit[html]'`) with the per-rank memory as stacked bars and
+effective concurrency against each lever.
+
+## JSON schema: `servefit explain --format json` (`Explanation`)
+
+```json
+{explanation_schema}
+```
+
+## JSON schema: `servefit fit --format json` (`FitResult`)
+
+```json
+{fit_schema}
+```
+"""
+
+if __name__ == "__main__":
+    main()
