@@ -92,7 +92,9 @@ class Wheel:
         if name in self._cache:
             return self._cache[name]
         base = self.root.joinpath(*name.split("."))
-        path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+        path = (
+            base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+        )
         mod = None
         if path.is_file():
             mod = Module(name, ast.parse(path.read_text(encoding="utf-8")))
@@ -247,14 +249,23 @@ def type_hints(wheel: Wheel, mod: Module, node: ast.AST | None) -> set[Hint]:
         if short == "Literal":
             return {Hint("literal", values=tuple(_literal_values(wheel, mod, args)))}
         if short in ("list", "List", "tuple", "Tuple", "set", "Set", "Sequence"):
-            coll = {"List": "list", "Tuple": "tuple", "Set": "set", "Sequence": "list"}.get(short, short)
+            coll = {"List": "list", "Tuple": "tuple", "Set": "set", "Sequence": "list"}.get(
+                short, short
+            )
             ellipsis = any(isinstance(a, ast.Constant) and a.value is Ellipsis for a in args)
             elems = [a for a in args if not (isinstance(a, ast.Constant) and a.value is Ellipsis)]
             elem: set[Hint] = set()
             for a in elems[:1]:
                 elem |= type_hints(wheel, mod, a)
-            return {Hint("collection", coll, elem=tuple(sorted(elem, key=repr)), ellipsis=ellipsis,
-                         arity=len(elems))}
+            return {
+                Hint(
+                    "collection",
+                    coll,
+                    elem=tuple(sorted(elem, key=repr)),
+                    ellipsis=ellipsis,
+                    arity=len(elems),
+                )
+            }
         if short in ("dict", "Dict", "Mapping"):
             return {Hint("dict")}
         # A subscripted alias or generic class: judge by its head.
@@ -347,7 +358,9 @@ def _docstrings(cls: ast.ClassDef) -> dict[str, str]:
     return docs
 
 
-def class_fields(wheel: Wheel, mod: Module, cls: ast.ClassDef) -> list[tuple[str, ast.AST, ast.AST | None, Module, str]]:
+def class_fields(
+    wheel: Wheel, mod: Module, cls: ast.ClassDef
+) -> list[tuple[str, ast.AST, ast.AST | None, Module, str]]:
     """Dataclass fields in `dataclasses.fields` order: inherited first, then own."""
     fields: dict[str, tuple[str, ast.AST, ast.AST | None, Module, str]] = {}
     for base in cls.bases:
@@ -368,8 +381,9 @@ def class_fields(wheel: Wheel, mod: Module, cls: ast.ClassDef) -> list[tuple[str
     return list(fields.values())
 
 
-def field_kwargs(wheel: Wheel, mod: Module, name: str, ann: ast.AST, value: ast.AST | None,
-                 doc: str) -> dict[str, Any]:
+def field_kwargs(
+    wheel: Wheel, mod: Module, name: str, ann: ast.AST, value: ast.AST | None, doc: str
+) -> dict[str, Any]:
     hints = type_hints(wheel, mod, ann)
     kinds = {h.kind for h in hints}
     builtin = {h.name for h in hints if h.kind == "builtin"}
@@ -389,9 +403,18 @@ def field_kwargs(wheel: Wheel, mod: Module, name: str, ann: ast.AST, value: ast.
         if not has_str:
             kw["choices"] = sorted(lit.values)
     elif "collection" in kinds:
-        coll = next(h for h in sorted(hints, key=lambda h: ("tuple", "list", "set").index(h.name)
-                                      if h.name in ("tuple", "list", "set") else 9)
-                    if h.kind == "collection")
+        coll = next(
+            h
+            for h in sorted(
+                hints,
+                key=lambda h: (
+                    ("tuple", "list", "set").index(h.name)
+                    if h.name in ("tuple", "list", "set")
+                    else 9
+                ),
+            )
+            if h.kind == "collection"
+        )
         elem_builtin = {h.name for h in coll.elem if h.kind == "builtin"}
         elem_kinds = {h.kind for h in coll.elem}
         if len(coll.elem) > 1:
@@ -570,7 +593,7 @@ class CliWalker:
             if k.arg is None:
                 src = k.value
                 if isinstance(src, ast.Dict):  # **{**x_kwargs["f"], "default": None}
-                    for dk, dv in zip(src.keys, src.values):
+                    for dk, dv in zip(src.keys, src.values, strict=True):
                         if dk is None:
                             ref = self._kwargs_ref(dv)
                             if ref is None:
@@ -590,7 +613,11 @@ class CliWalker:
                 kw.update(_callable_parser(node))
             elif key == "action":
                 kw["action"] = _action_name(node)
-            elif key == "choices" and isinstance(node, ast.Call) and ast.unparse(node.func) == "get_args":
+            elif (
+                key == "choices"
+                and isinstance(node, ast.Call)
+                and ast.unparse(node.func) == "get_args"
+            ):
                 owner, alias = self.wheel.deref(self.mod, node.args[0])
                 kw[key] = _literal_values(self.wheel, owner, _subscript_args(alias))
             elif key in ("default", "choices", "nargs", "const", "dest", "deprecated"):
@@ -667,7 +694,9 @@ def _frontend_entries(wheel: Wheel, mod: Module) -> list[dict[str, Any]]:
     while name:
         cls = mod.classes[name]
         chain.append(cls)
-        name = next((b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in mod.classes), None)
+        name = next(
+            (b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in mod.classes), None
+        )
     for cls in reversed(chain):  # each override calls super() first
         for stmt in cls.body:
             if isinstance(stmt, ast.FunctionDef) and stmt.name == "_customize_cli_kwargs":
@@ -680,11 +709,22 @@ def _frontend_entries(wheel: Wheel, mod: Module) -> list[dict[str, Any]]:
 
 def extract(root: Path) -> tuple[str, list[dict[str, Any]]]:
     wheel = Wheel(root)
-    cli_mod = next((m for m in map(wheel.module, _CLI_ARGS_MODULES) if m and "make_arg_parser"
-                    in {f.name for f in m.tree.body if isinstance(f, ast.FunctionDef)}), None)
+    cli_mod = next(
+        (
+            m
+            for m in map(wheel.module, _CLI_ARGS_MODULES)
+            if m
+            and "make_arg_parser" in {f.name for f in m.tree.body if isinstance(f, ast.FunctionDef)}
+        ),
+        None,
+    )
     if cli_mod is None:
         raise SystemExit(f"{root}: make_arg_parser not found in {_CLI_ARGS_MODULES}")
-    make = next(f for f in cli_mod.tree.body if isinstance(f, ast.FunctionDef) and f.name == "make_arg_parser")
+    make = next(
+        f
+        for f in cli_mod.tree.body
+        if isinstance(f, ast.FunctionDef) and f.name == "make_arg_parser"
+    )
     entries: list[dict[str, Any]] = []
     head = CliWalker(wheel, cli_mod)
     for stmt in make.body:

@@ -132,3 +132,19 @@ def test_http_fault_in_a_real_process_has_no_traceback():
     determinism = next(c for c in report["checks"] if c["name"] == "determinism")
     assert determinism["status"] == "fail"
     assert "closed the connection mid-response" in determinism["summary"]
+
+
+def test_check_names_match_the_checks():
+    # --help lists the names without importing the checks; the two lists must not drift.
+    from servefit.cli.verify_cmd import CHECK_NAMES
+    from servefit.verify.checks import CHECKS
+
+    assert tuple(c.name for c in CHECKS) == CHECK_NAMES
+
+
+def test_skip_a_check(capsys):
+    with running(behaviour="xml_tools") as server:
+        code, out, _ = run(capsys, "verify", server.url, "--skip", "tools", "--format", "json")
+    tools = next(c for c in json.loads(out)["checks"] if c["name"] == "tools")
+    assert (tools["status"], tools["summary"]) == ("skip", "skipped with --skip")
+    assert code == 0  # the XML tool call would have failed it

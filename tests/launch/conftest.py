@@ -45,9 +45,24 @@ def free_port() -> int:
 
 
 def standin_argv(engine: str, port: int, fault: str = "none", *extra: str) -> list[str]:
-    return [PYTHON, "-m", "tests.standin.engine", "--engine", engine, "--fault", fault,
-            "--port", str(port), "--host", "127.0.0.1", "--tp-size", "2",
-            "--model-path", "Qwen/Qwen3.6-27B", *extra]
+    return [
+        PYTHON,
+        "-m",
+        "tests.standin.engine",
+        "--engine",
+        engine,
+        "--fault",
+        fault,
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--tp-size",
+        "2",
+        "--model-path",
+        "Qwen/Qwen3.6-27B",
+        *extra,
+    ]
 
 
 def wait_for(pred: Callable[[], bool], timeout: float = 15.0, step: float = 0.02) -> bool:
@@ -139,16 +154,24 @@ def _end_everything(root: Path) -> None:
                 cmd = b""
             if b"servefit.launch.watch" in cmd and str(run.path).encode() in cmd:
                 procs.kill_pid(w, signal.SIGKILL)
-        wait_for(lambda rec=rec: not [p for p in procs.group_members(rec.pgid or 0)
-                                      if procs.run_marker(p) == rec.id], timeout=5)
+        wait_for(
+            lambda rec=rec: (
+                not [p for p in procs.group_members(rec.pgid or 0) if procs.run_marker(p) == rec.id]
+            ),
+            timeout=5,
+        )
 
 
 @pytest.fixture
 def supervise(runs_root: Path) -> Iterator[Callable[..., Supervised]]:
     started: list[Supervised] = []
 
-    def start(argv: list[str], engine: str = "sglang", config: SupervisorConfig = FAST,
-              env: dict[str, str] | None = None) -> Supervised:
+    def start(
+        argv: list[str],
+        engine: str = "sglang",
+        config: SupervisorConfig = FAST,
+        env: dict[str, str] | None = None,
+    ) -> Supervised:
         launch = parse_launch(argv, engine)
         extra = {"PYTHONPATH": str(REPO), **(env or {})}
         run = prepare_run(runs_root, launch, extra_env=extra, config=config)

@@ -7,17 +7,31 @@ import pytest
 from servefit.errors import ArgumentError
 from servefit.launch.command import parse_launch, visible_devices
 
-SEED = ("CUDA_VISIBLE_DEVICES=0,1 nohup /root/ml-env/bin/python3 -m sglang.launch_server "
-        "--model-path /root/models/Qwen3.6-27B --port 30000 --host 0.0.0.0 --tp-size 2 "
-        "--mem-fraction-static 0.88 > /root/sglang-serve.log 2>&1 &")
+SEED = (
+    "CUDA_VISIBLE_DEVICES=0,1 nohup /root/ml-env/bin/python3 -m sglang.launch_server "
+    "--model-path /root/models/Qwen3.6-27B --port 30000 --host 0.0.0.0 --tp-size 2 "
+    "--mem-fraction-static 0.88 > /root/sglang-serve.log 2>&1 &"
+)
 
 
 def test_the_seed_command_pasted_as_one_string():
     launch = parse_launch([SEED])
     # wrappers, redirections and `&` dropped; the interpreter path kept as written
-    assert launch.argv == ["/root/ml-env/bin/python3", "-m", "sglang.launch_server",
-                           "--model-path", "/root/models/Qwen3.6-27B", "--port", "30000",
-                           "--host", "0.0.0.0", "--tp-size", "2", "--mem-fraction-static", "0.88"]
+    assert launch.argv == [
+        "/root/ml-env/bin/python3",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "/root/models/Qwen3.6-27B",
+        "--port",
+        "30000",
+        "--host",
+        "0.0.0.0",
+        "--tp-size",
+        "2",
+        "--mem-fraction-static",
+        "0.88",
+    ]
     assert launch.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
     assert launch.engine == "sglang" and launch.recognised
     assert (launch.host, launch.port, launch.world_size) == ("0.0.0.0", 30000, 2)
@@ -26,15 +40,28 @@ def test_the_seed_command_pasted_as_one_string():
 
 def test_sglang_defaults_and_flag_aliases():
     # SGLang's ServerArgs: host "127.0.0.1", port 30000; --tp is an alias of --tp-size
-    launch = parse_launch(["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "4",
-                           "--pp-size", "2"])
+    launch = parse_launch(
+        ["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "4", "--pp-size", "2"]
+    )
     assert (launch.host, launch.port) == ("127.0.0.1", 30000)
     assert (launch.world_size, launch.parallel) == (8, "tp 4 x pp 2")
 
 
 def test_dp_attention_does_not_multiply_the_world():
-    launch = parse_launch(["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "4",
-                           "--dp-size", "4", "--enable-dp-attention"])
+    launch = parse_launch(
+        [
+            "python",
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            "m",
+            "--tp-size",
+            "4",
+            "--dp-size",
+            "4",
+            "--enable-dp-attention",
+        ]
+    )
     assert launch.world_size == 4
 
 

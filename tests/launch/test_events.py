@@ -71,13 +71,18 @@ def test_vllm_v1_log_with_prefixes():
     assert f.kv_tokens == 208320  # "GPU KV cache size: 208,320 tokens"
     # "Maximum concurrency for 8,192 tokens per request: 98.20x"
     assert (f.context_len, f.max_concurrency) == (8192, 98.20)
-    assert (f.graph_s, f.graph_gib) == (24, 1.00)  # "Graph capturing finished in 24 secs, took 1.00 GiB"
+    assert (f.graph_s, f.graph_gib) == (
+        24,
+        1.00,
+    )  # "Graph capturing finished in 24 secs, took 1.00 GiB"
     assert p.stage == "capturing_graphs"
 
 
 def test_stages_never_move_backwards():
     p = LogProgress("sglang")
-    p.feed("[2026-02-01 00:05:03 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=2.98 GB")
+    p.feed(
+        "[2026-02-01 00:05:03 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=2.98 GB"
+    )
     p.feed("[2026-02-01 00:05:03 TP1] Load weight begin. avail mem=21.63 GB")  # a late rank
     assert p.stage == "capturing_graphs"
     assert p.facts.avail_before_load_gib == 21.63  # the number is still taken
@@ -85,10 +90,14 @@ def test_stages_never_move_backwards():
 
 def test_error_lines_are_kept_without_their_prefix():
     p = LogProgress("vllm")
-    p.feed("(EngineCore_DP0 pid=7) ERROR 06-01 09:47:57 [core.py:1584] ValueError: max_num_seqs (1024) "
-           "exceeds available Mamba cache blocks (524)")
-    p.feed("  File \"x.py\", line 3, in f")  # traceback body: not an error line
-    p.feed("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+    p.feed(
+        "(EngineCore_DP0 pid=7) ERROR 06-01 09:47:57 [core.py:1584] ValueError: max_num_seqs (1024) "
+        "exceeds available Mamba cache blocks (524)"
+    )
+    p.feed('  File "x.py", line 3, in f')  # traceback body: not an error line
+    p.feed(
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+    )
     assert p.facts.errors == [
         "ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (524)",
         "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
@@ -96,7 +105,20 @@ def test_error_lines_are_kept_without_their_prefix():
 
 
 def test_split_lines_treats_carriage_return_as_a_line_end():
-    lines, rest = split_lines(b"a\nCapturing CUDA graphs  10%|#\rCapturing CUDA graphs 100%|##\npart")
+    lines, rest = split_lines(
+        b"a\nCapturing CUDA graphs  10%|#\rCapturing CUDA graphs 100%|##\npart"
+    )
     assert lines == ["a", "Capturing CUDA graphs  10%|#", "Capturing CUDA graphs 100%|##"]
     assert rest == b"part"
     assert split_lines(b"no newline") == ([], b"no newline")
+
+
+def test_python_failing_to_start_the_engine_is_an_error_line():
+    # CPython runpy._run_module_as_main: sys.exit("%s: %s" % (sys.executable, exc))
+    line = (
+        "/usr/bin/python3: Error while finding module specification for 'sglang.launch_server' "
+        "(ModuleNotFoundError: No module named 'sglang')"
+    )
+    p = LogProgress("sglang")
+    p.feed(line)
+    assert p.facts.errors == [line]

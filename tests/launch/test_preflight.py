@@ -22,10 +22,16 @@ SEED_ARGS = {
     "speculative_eagle_topk": 1,
     "speculative_num_draft_tokens": 4,
 }
-FIX_ARGS = {**SEED_ARGS, "mem_fraction_static": 0.88, "max_running_requests": 16,
-            "mamba_full_memory_ratio": 0.5}
-SEED_ERROR = ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-              "Current value: self.server_args.mem_fraction_static=0.85")
+FIX_ARGS = {
+    **SEED_ARGS,
+    "mem_fraction_static": 0.88,
+    "max_running_requests": 16,
+    "mamba_full_memory_ratio": 0.5,
+}
+SEED_ERROR = (
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+    "Current value: self.server_args.mem_fraction_static=0.85"
+)
 A6000_MIB = 49140  # nvidia-smi total of an RTX A6000
 
 
@@ -39,9 +45,15 @@ def launch(port: int, env: str = "") -> object:
 
 
 def gpu(index: int, used_mib: int = 0, procs: tuple = ()) -> LocalGPU:
-    return LocalGPU(index=index, name="NVIDIA RTX A6000", total_mib=A6000_MIB,
-                    free_mib=A6000_MIB - used_mib, used_mib=used_mib, processes=procs,
-                    uuid=f"GPU-{index}a6000-0000")
+    return LocalGPU(
+        index=index,
+        name="NVIDIA RTX A6000",
+        total_mib=A6000_MIB,
+        free_mib=A6000_MIB - used_mib,
+        used_mib=used_mib,
+        processes=procs,
+        uuid=f"GPU-{index}a6000-0000",
+    )
 
 
 def no_nvml() -> LocalGPUs:
@@ -59,8 +71,12 @@ def by_name(pre, name):
 
 
 def test_a_launch_the_plan_predicts_to_fail_is_refused_with_the_engines_error():
-    pre = run_preflight(launch(free_port()), request({**SEED_ARGS, "mem_fraction_static": 0.85}),
-                        gpus_fn=no_nvml, with_fix=False)
+    pre = run_preflight(
+        launch(free_port()),
+        request({**SEED_ARGS, "mem_fraction_static": 0.85}),
+        gpus_fn=no_nvml,
+        with_fix=False,
+    )
     check = by_name(pre, "plan")
     assert pre.refused and check.status == "fail"
     assert check.message == f"predicted to fail (sglang 0.5.9 rules): {SEED_ERROR}"
@@ -72,11 +88,13 @@ def test_the_seed_fix_passes_and_without_nvml_the_gpu_checks_say_what_was_skippe
     assert not pre.refused
     # README: the fix starts with 337,294 KV tokens and 16 running requests
     assert by_name(pre, "plan").message.startswith(
-        "starts (sglang 0.5.9 rules): 337,294 KV tokens, up to 16 running requests")
+        "starts (sglang 0.5.9 rules): 337,294 KV tokens, up to 16 running requests"
+    )
     nvml = by_name(pre, "nvml")
     assert nvml.status == "skip" and nvml.message == (
         "GPU free memory and processes not checked: NVML library not found (no NVIDIA driver on "
-        "this machine)")
+        "this machine)"
+    )
 
 
 def test_minimal_fix_comes_from_explain_when_installed():
@@ -98,7 +116,8 @@ def test_memory_held_by_another_process_is_replanned_and_refused():
     assert mem.status == "fail" and pre.refused
     assert mem.message == (
         f"20.00 GiB is already in use on a GPU the engine needs; with {free_before:.2f} GiB free "
-        f"before the weights the launch fails: {expected.error}")
+        f"before the weights the launch fails: {expected.error}"
+    )
     procs = by_name(pre, "gpu-processes")
     assert procs.status == "warn" and procs.detail == ["GPU 1: pid 4242 python3 (20480 MiB)"]
 
@@ -106,10 +125,14 @@ def test_memory_held_by_another_process_is_replanned_and_refused():
 def test_a_little_memory_held_elsewhere_shrinks_the_kv_pool():
     held = 2 * 1024
     gpus = LocalGPUs(devices=(gpu(0, held, (GPUProcess(77, "Xorg", held),)), gpu(1)))
-    pre = run_preflight(launch(free_port()), request(FIX_ARGS), gpus_fn=lambda: gpus, with_fix=False)
+    pre = run_preflight(
+        launch(free_port()), request(FIX_ARGS), gpus_fn=lambda: gpus, with_fix=False
+    )
     mem = by_name(pre, "gpu-memory")
     assert mem.status == "warn" and not pre.refused
-    assert mem.message.startswith("2.00 GiB is already in use on a GPU the engine needs: it starts with ")
+    assert mem.message.startswith(
+        "2.00 GiB is already in use on a GPU the engine needs: it starts with "
+    )
     assert mem.message.endswith(" KV tokens instead of 337,294")
 
 
@@ -118,16 +141,20 @@ def test_visible_devices_fewer_than_the_tp_size():
     pre = run_preflight(launch(free_port(), "CUDA_VISIBLE_DEVICES=1"), None, gpus_fn=lambda: gpus)
     check = by_name(pre, "visible-devices")
     assert check.status == "fail" and check.message == (
-        "CUDA_VISIBLE_DEVICES=1 gives the engine 1 GPU; it needs 2 GPUs (tp 2)")
+        "CUDA_VISIBLE_DEVICES=1 gives the engine 1 GPU; it needs 2 GPUs (tp 2)"
+    )
     # without NVML the count is still checked
     pre = run_preflight(launch(free_port(), "CUDA_VISIBLE_DEVICES=1"), None, gpus_fn=no_nvml)
     assert by_name(pre, "visible-devices").message == (
-        "CUDA_VISIBLE_DEVICES=1 exposes 1 GPU; the engine needs 2 GPUs (tp 2)")
+        "CUDA_VISIBLE_DEVICES=1 exposes 1 GPU; the engine needs 2 GPUs (tp 2)"
+    )
 
 
 def test_visible_devices_by_uuid_and_an_unknown_index():
     gpus = LocalGPUs(devices=(gpu(0), gpu(1), gpu(2)))
-    ok = run_preflight(launch(free_port(), "CUDA_VISIBLE_DEVICES=GPU-2a6,0"), None, gpus_fn=lambda: gpus)
+    ok = run_preflight(
+        launch(free_port(), "CUDA_VISIBLE_DEVICES=GPU-2a6,0"), None, gpus_fn=lambda: gpus
+    )
     assert by_name(ok, "visible-devices").message == "GPU 2, 0 (NVIDIA RTX A6000)"
     bad = run_preflight(launch(free_port(), "CUDA_VISIBLE_DEVICES=0,7"), None, gpus_fn=lambda: gpus)
     check = by_name(bad, "visible-devices")
@@ -143,9 +170,13 @@ def test_port_in_use_names_the_process_holding_it():
     check = by_name(pre, "port")
     assert check.status == "fail" and pre.refused
     assert check.message.startswith(f"127.0.0.1:{port} is in use by pid {os.getpid()} (")
-    assert check.message.endswith("Address already in use; choose another --port or stop that server")
+    assert check.message.endswith(
+        "Address already in use; choose another --port or stop that server"
+    )
 
 
 def test_not_planned_is_a_skip_not_a_refusal():
-    pre = run_preflight(launch(free_port()), None, plan_skip_reason="no --gpu given", gpus_fn=no_nvml)
+    pre = run_preflight(
+        launch(free_port()), None, plan_skip_reason="no --gpu given", gpus_fn=no_nvml
+    )
     assert by_name(pre, "plan").message == "not planned: no --gpu given" and not pre.refused

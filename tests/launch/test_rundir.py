@@ -12,8 +12,16 @@ from servefit.launch.schema import RunRecord, Timings
 
 
 def _record(run: RunDir) -> RunRecord:
-    return RunRecord(id=run.id, engine="sglang", command_line="x", cwd="/", host="127.0.0.1",
-                     port=30000, url="http://127.0.0.1:30000", timings=Timings(created=0.0))
+    return RunRecord(
+        id=run.id,
+        engine="sglang",
+        command_line="x",
+        cwd="/",
+        host="127.0.0.1",
+        port=30000,
+        url="http://127.0.0.1:30000",
+        timings=Timings(created=0.0),
+    )
 
 
 def test_names_are_utc_time_and_short_id_and_unique(tmp_path):

@@ -30,7 +30,11 @@ def test_healthy_sglang_goes_through_every_stage_to_ready_then_stops(supervise):
     assert rec.served_model == "Qwen/Qwen3.6-27B"  # /v1/models of the stand-in lists --model-path
     f = rec.facts
     n = SGLANG_NUMBERS
-    assert (f.weights_gib, f.kv_tokens, f.mamba_slots) == (n["weights"], n["kv_tokens"], n["mamba_slots"])
+    assert (f.weights_gib, f.kv_tokens, f.mamba_slots) == (
+        n["weights"],
+        n["kv_tokens"],
+        n["mamba_slots"],
+    )
     assert f.kv_gib == round(n["k"] + n["v"], 2)  # "K size: 5.09 GB, V size: 5.09 GB"
     assert f.mamba_gib == round(n["conv"] + n["ssm"], 2)
     assert f.spec_state_gib == round(n["inter_ssm"] + n["inter_conv"], 2)
@@ -45,7 +49,7 @@ def test_healthy_sglang_goes_through_every_stage_to_ready_then_stops(supervise):
     assert final.state == "stopped" and final.stop.by == "servefit stop"
     # SGLang drains, then kill_process_tree(os.getpid(), include_parent=True) SIGKILLs itself
     assert final.exit_signal == "SIGKILL" and final.exit_code is None
-    assert "stopped by servefit stop: the engine was killed by SIGKILL" == final.message
+    assert final.message == "stopped by servefit stop: the engine was killed by SIGKILL"
     assert owned_members(final) == []
 
 
@@ -59,7 +63,9 @@ def test_slow_weight_load_is_reported_as_loading_weights_and_times_out(supervise
     final = s.join()
     assert "loading_weights" in s.states
     assert final.state == "failed"
-    assert final.message.startswith("not ready after 1 s (engine: loading weights; last probe: GET /health: ")
+    assert final.message.startswith(
+        "not ready after 1 s (engine: loading weights; last probe: GET /health: "
+    )
     assert final.timings.allocating is None  # "Load weight end" never came
     # a start-up that failed is stopped by the supervisor (it holds the GPUs), not left behind
     assert final.stop.by == "not ready in time" and final.stop.signals == ["SIGTERM"]
@@ -81,7 +87,9 @@ def test_slow_weight_load_with_enough_time_becomes_ready(supervise):
 
 
 def test_startup_memory_error_is_captured_with_the_engines_text(supervise):
-    s = supervise(standin_argv("sglang", free_port(), "startup-oom", "--mem-fraction-static", "0.85"))
+    s = supervise(
+        standin_argv("sglang", free_port(), "startup-oom", "--mem-fraction-static", "0.85")
+    )
     final = s.join()
     error = OOM_SGLANG.format(mfs=0.85)
     assert error == (  # SGLang 0.5.9 model_runner_kv_cache_mixin.py:init_memory_pool, verbatim
@@ -170,7 +178,9 @@ def test_vllm_startup_memory_error(supervise):
 
 
 def test_a_program_that_does_not_exist_fails_cleanly(supervise):
-    s = supervise(["/nonexistent/python3", "-m", "sglang.launch_server", "--port", str(free_port())])
+    s = supervise(
+        ["/nonexistent/python3", "-m", "sglang.launch_server", "--port", str(free_port())]
+    )
     final = s.join()
     assert final.state == "failed" and final.pid is None
     assert final.message == "cannot run /nonexistent/python3: No such file or directory"
@@ -222,3 +232,39 @@ def _no_gpus():
     from servefit.hardware.nvml import LocalGPUs
 
     return LocalGPUs(reason="NVML library not found (no NVIDIA driver on this machine)")
+
+
+def test_an_engine_that_stops_answering_after_ready_is_marked_failed(supervise):
+    s = supervise(
+        standin_argv("sglang", free_port()), config=FAST.model_copy(update={"probe_timeout_s": 0.2})
+    )
+    rec = s.wait_state("ready")
+    os.kill(rec.pid, signal.SIGSTOP)  # frozen: alive, but nothing answers
+    try:
+        failed = s.wait_state("failed")
+        assert failed.message == (
+            "the engine stopped answering: 2 health checks in a row failed "
+            "(GET /health: no answer within 0.2 s)"
+        )
+        assert failed.exit_code is None and failed.exit_signal is None  # still running
+        assert wait_for(lambda: s.run.diagnosis_path.exists(), 10)
+    finally:
+        os.kill(rec.pid, signal.SIGCONT)
+    stop_run(s.run, grace_s=3.0, gpus_fn=_no_gpus)
+    final = s.join()
+    assert final.state == "failed"  # it failed before it was stopped; the exit is appended
+    assert final.message.endswith("; the engine was killed by SIGKILL")
+
+
+def test_an_engine_that_dies_after_ready_is_recorded_with_its_signal(supervise):
+    s = supervise(standin_argv("sglang", free_port()))
+    rec = s.wait_state("ready")
+    members = owned_members(rec)
+    os.kill(rec.pid, signal.SIGKILL)  # the leader only: its TP ranks are left behind
+    final = s.join()
+    assert final.state == "failed" and final.exit_signal == "SIGKILL"
+    assert final.message.startswith("the engine was killed by SIGKILL ")
+    assert final.message.endswith(" s after it became ready")
+    # the ranks it forked were ours and would hold GPU memory: cleaned up and recorded
+    assert sorted(final.leftover_pids) == sorted(p for p in members if p != rec.pid)
+    assert not any(procs.is_alive(p) for p in members)

@@ -7,6 +7,7 @@ DOM after scripts ran, where plotly has replaced each chart div by its `plot-con
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -28,6 +29,8 @@ CHROMIUM = next(
     ),
     None,
 )
+if CHROMIUM is None and os.environ.get("SERVEFIT_REQUIRE_CHROMIUM"):  # set by .ci/run
+    raise RuntimeError("SERVEFIT_REQUIRE_CHROMIUM is set but Chromium is not installed")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="Chromium not installed (Debian: apt-get install chromium)"
 )

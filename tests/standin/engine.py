@@ -149,9 +149,27 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return p.parse_known_args(argv)
 
 
+def server_args_repr(argv: list[str]) -> str:
+    """The dataclass repr SGLang logs for its ServerArgs: every field, default or given. Fields,
+    defaults and flag spellings come from servefit's copy of SGLang 0.5.9's argparse table
+    (extracted from the wheel by tools/extract_sglang_flags.py); argv is read like argparse
+    would (aliases, unique prefixes such as --speculative-algo)."""
+    try:
+        from servefit.engines.sglang.flags import load_flags, parse_argv
+    except ImportError:  # run by an interpreter without servefit: the given flags, as typed
+        pairs = zip(argv, [*argv[1:], None], strict=True)
+        values = {a[2:].replace("-", "_"): b for a, b in pairs if a.startswith("--")}
+    else:
+        flags = load_flags("0.5.9")
+        values = {f.dest: f.default for f in flags}
+        values.update(parse_argv(flags, argv).values)
+    return "ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
+
+
 class Engine:
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, engine_argv: list[str] | None = None) -> None:
         self.args = args
+        self.engine_argv = list(engine_argv or [])
         self.engine = args.engine
         self.fault = args.fault
         self.log = Log(self.engine)
@@ -224,11 +242,7 @@ class Engine:
         log, n, tp = self.log, SGLANG_NUMBERS, self.tp
         mfs = self.args.mem_fraction_static if self.args.mem_fraction_static is not None else 0.85
         # sglang/srt/entrypoints/engine.py:_launch_subprocesses: logger.info(f"{server_args=}")
-        log.sglang(
-            f"server_args=ServerArgs(model_path={self.model!r}, host={self.host!r}, "
-            f"port={self.port}, mem_fraction_static={mfs}, tp_size={tp}, "
-            f"context_length={self.args.context}, max_running_requests={self.args.mrr})"
-        )
+        log.sglang(f"server_args={server_args_repr(self.engine_argv)}")
         for r in range(tp):
             # sglang/srt/model_executor/model_runner.py:init_torch_distributed
             log.sglang("Init torch distributed begin.", r)
@@ -562,8 +576,9 @@ def _faulty_handler(base: type, engine: Engine) -> type:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, _unknown = parse(sys.argv[1:] if argv is None else argv)
-    return Engine(args).run()
+    argv = sys.argv[1:] if argv is None else argv
+    args, _unknown = parse(argv)
+    return Engine(args, argv).run()
 
 
 if __name__ == "__main__":

@@ -333,7 +333,7 @@ def _script(server: StandinServer, body: dict[str, Any]) -> _Reply:
     if behaviour == "nondeterministic":
         answer = f"{answer} (variant {nondet % 7})"
     if behaviour == "warm_mismatch" and seen:
-        answer = "The cached run answers differently: " + answer[::-1]
+        answer = "Cached run, different answer: " + answer[::-1]
     tool_call = None
     if tools and body.get("tool_choice") != "none":
         tool = tools[0]

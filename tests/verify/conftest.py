@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from servefit.verify.checks.base import VerifyOptions
 from tests.standin.openai_server import StandinServer, serve_forever_in_thread
 
 
@@ -24,7 +23,3 @@ def standin() -> Iterator[Callable[..., StandinServer]]:
     for server in started:
         server.shutdown()
         server.server_close()
-
-
-# Small requests and a short timeout keep a full run against the stand-in well under a second.
-FAST = VerifyOptions(timeout_s=5.0, max_tokens=512, concurrency=(1, 3))

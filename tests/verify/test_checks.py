@@ -7,10 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from servefit.verify.checks.base import RooflineInputs
 from servefit.verify.checks import CHECKS
+from servefit.verify.checks.base import RooflineInputs, VerifyOptions
 from servefit.verify.runner import verify
-from tests.verify.conftest import FAST
+
+# Small requests and a short timeout keep a full run against the stand-in well under a second.
+FAST = VerifyOptions(timeout_s=5.0, max_tokens=512, concurrency=(1, 3))
 
 ORDER = [
     "liveness",
@@ -93,6 +95,7 @@ def test_nondeterministic_greedy_output_is_flagged(standin):
 def test_wrong_answer_after_a_cache_hit_fails_warm_rerun(standin):
     report = verify(standin(behaviour="warm_mismatch").url, FAST)
     warm = report.check("warm")
+    # The stand-in answers a seen prompt with "Cached run, ...": no healthy answer starts so.
     assert warm.status == "fail"
     assert warm.data["first_difference_word"] == 0
     assert warm.data["cached_tokens"][0] == 0 and warm.data["cached_tokens"][1] > 0
@@ -182,3 +185,34 @@ def test_reference_identical_passes_and_divergence_fails(standin):
     reference_check = bad.check("reference")
     assert reference_check.status == "fail"
     assert reference_check.data["first_difference"] == 6
+
+
+def test_reference_without_logprobs_compares_words():
+    # A server that rejects logprobs with HTTP 400 is asked again without them.
+    import httpx
+
+    from servefit.verify.checks.base import CheckContext
+    from servefit.verify.checks.reference import run as run_reference
+    from servefit.verify.client import EndpointClient
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "m"}]})
+        body = __import__("json").loads(request.content)
+        if body.get("logprobs"):
+            return httpx.Response(400, json={"message": "logprobs not supported"})
+        message = {"role": "assistant", "content": "one two three"}
+        return httpx.Response(
+            200, json={"choices": [{"message": message, "finish_reason": "stop"}]}
+        )
+
+    transport = httpx.MockTransport(handler)
+    ctx = CheckContext(
+        client=EndpointClient("http://a", transport=transport),
+        options=FAST,
+        model="m",
+        reference=EndpointClient("http://b", transport=transport),
+    )
+    outcome = run_reference(ctx)
+    assert outcome.status == "pass"
+    assert outcome.evidence == ["count: identical, 3 words", "explain: identical, 3 words"]

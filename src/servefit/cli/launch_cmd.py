@@ -65,6 +65,10 @@ def _plan_request(
             False,
         )
     gpu = opts.get("gpu")
+    if gpu and gpu.lower() != "local":
+        from servefit.hardware.catalog import get_gpu
+
+        get_gpu(gpu)  # a --gpu the user typed that servefit does not know: bad input, exit 2
     if not gpu:
         if not gpus.devices:
             return (
@@ -242,6 +246,7 @@ def launch(
         launch_cmd,
         extra_env=_extra_env(opts),
         plan=pre.plan,
+        request=request,
         checks=pre.checks,
         config=config,
         forced=bool(force and pre.refused),
@@ -301,8 +306,15 @@ def _supervisor_died(console: Any, run: Any, rec: Any) -> int:
     from servefit.launch.diagnose import tail
 
     console.print(f"[red]the supervisor of run {run.id} exited unexpectedly[/]")
-    for line in tail(run.supervisor_log_path, 20):
+    lines = tail(run.supervisor_log_path, 20)
+    for line in lines:
         console.print(f"  {line}", markup=False)
+    with run.update() as final:
+        if not final.terminal:
+            final.state = "failed"
+            final.message = "the supervisor exited unexpectedly" + (
+                f": {lines[-1]}" if lines else ""
+            )
     if rec.pid:
         from servefit.launch.stop import stop_run
 
@@ -327,7 +339,8 @@ def _summary(console: Any, run: Any, rec: Any) -> int:
             text = run.diagnosis_path.read_text(encoding="utf-8")
         if text:
             console.print("[bold]diagnosis[/]")
-            console.print(text.rstrip(), markup=False)
+            console.file.flush()
+            click.echo(text.rstrip())  # already laid out (diagnosis.txt), printed as written
         elif rec.diagnosis:
             console.print(f"diagnosis: {rec.diagnosis}", markup=False)
     console.print(f"  log: {run.log_path}")
@@ -383,6 +396,11 @@ def stop(
     click.echo(
         f"{run.id}: sent {how}{escalated}; the engine {result.exit or 'exit status unknown'}"
     )
+    self_killed = not result.escalated and result.exit == "was killed by SIGKILL"
+    if self_killed and run.read().engine == "sglang":
+        # sglang/srt/managers/tokenizer_manager.py:sigterm_watchdog ends with
+        # kill_process_tree(os.getpid(), include_parent=True): SGLang kills itself.
+        click.echo("  (SGLang ends its own process tree with SIGKILL once SIGTERM has drained it)")
     if result.port_closed is not None:
         click.echo(f"  port {'closed' if result.port_closed else 'still open'}")
     if result.gpu_released is not None:

@@ -66,19 +66,69 @@ def cli() -> None:
     show_default=True,
     help="table for people, json (one object, docs/plan-json.md) for scripts.",
 )
+@click.option(
+    "--compare",
+    "compare",
+    default=None,
+    metavar="ENGINE",
+    help="Also plan the same model and GPUs on another engine (e.g. vllm==0.33.0) and show "
+    "both side by side; settings both engines share are carried over.",
+)
 @click.pass_context
-def plan_cmd(ctx: click.Context, fmt: str, **opts) -> None:
+def plan_cmd(ctx: click.Context, fmt: str, compare: str | None, **opts) -> None:
     """Predict what the engine allocates at start-up, and whether it starts."""
     from servefit.plan.planner import plan
 
     request = request_from_cli(ctx, opts)
     result = plan(request)
+    if compare:
+        _compare(ctx, request, result, compare, fmt)
+        return
     if fmt == "json":
         click.echo(result.model_dump_json(indent=2))
     else:
         from servefit.report.table import render_plan
 
         render_plan(result)
+    ctx.exit(0 if result.verdict == "ok" else 1)
+
+
+def _compare(ctx: click.Context, request, result, other: str, fmt: str) -> None:
+    """plan --compare: the same request on another engine, its args carried by meaning."""
+    from dataclasses import replace
+
+    from servefit.engines.registry import parse_engine
+    from servefit.engines.vllm.translate import translate
+    from servefit.plan.planner import plan
+
+    target = parse_engine(other)[0]
+    args, dropped = translate(dict(request.args), result.engine.name, target)
+    second = plan(replace(request, engine=other, args=args, warnings=()))
+    note = None
+    if dropped:
+        note = f"not carried to {target} (its defaults apply): " + ", ".join(sorted(dropped))
+    if fmt == "json":
+        import json
+
+        click.echo(
+            json.dumps(
+                {
+                    "plans": [result.model_dump(mode="json"), second.model_dump(mode="json")],
+                    "carried_args": args,
+                    "not_carried": sorted(dropped),
+                },
+                indent=2,
+            )
+        )
+    else:
+        from rich.console import Console
+
+        from servefit.report.table import render_compare
+
+        console = Console()
+        render_compare(result, second, console)
+        if note:
+            console.print(f"[yellow]note:[/] {note}")
     ctx.exit(0 if result.verdict == "ok" else 1)
 
 

@@ -22,6 +22,20 @@ Exit status: 0 no check failed (warnings allowed), 1 a check failed, 2 bad input
 """
 
 
+# The check names, listed here so that --help needs no import of the checks.
+CHECK_NAMES = (
+    "liveness",
+    "determinism",
+    "degenerate",
+    "reasoning",
+    "tools",
+    "warm",
+    "speculative",
+    "reference",
+    "speed",
+)
+
+
 def _check_url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     from servefit.errors import ServefitError
 
@@ -93,6 +107,13 @@ def _check_url(_ctx: click.Context, _param: click.Parameter, value: str | None) 
     help="Token limit of the degenerate-output and reasoning prompts.",
 )
 @click.option(
+    "--skip",
+    "skip",
+    multiple=True,
+    type=click.Choice(CHECK_NAMES),
+    help="A check not to run (repeatable), e.g. --skip tools where no tool parser is set up.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "json"]),
@@ -113,6 +134,7 @@ def verify(
     api_key: str | None,
     timeout_s: float,
     max_tokens: int,
+    skip: tuple[str, ...],
     fmt: str,
 ) -> None:
     """Check that a running SGLang / vLLM endpoint gives working, well-formed, fast output."""
@@ -137,6 +159,7 @@ def verify(
         timeout_s=timeout_s,
         max_tokens=max_tokens,
         roofline=roofline,
+        skip=skip,
     )
     if fmt == "json":
         report = run_verify(url, options)

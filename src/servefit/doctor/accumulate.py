@@ -33,15 +33,40 @@ from servefit.doctor.sglang import ARG_ERROR_MARKERS
 PHASES = ("none", "args", "distributed", "weights", "pools", "graphs", "ready", "serving")
 PHASE_OF: dict[str, int] = {
     **dict.fromkeys(
-        ("command", "args_dump", "version", "args_nondefault", "engine_config", "arch",
-         "max_model_len", "batched_tokens", "block_size", "mamba_padding", "change", "gpu"),
+        (
+            "command",
+            "args_dump",
+            "version",
+            "args_nondefault",
+            "engine_config",
+            "arch",
+            "max_model_len",
+            "batched_tokens",
+            "block_size",
+            "mamba_padding",
+            "change",
+            "gpu",
+        ),
         1,
     ),
     **dict.fromkeys(("dist_begin", "dist_end"), 2),
     **dict.fromkeys(("weights_begin", "weights_end", "kv_dtype"), 3),
     **dict.fromkeys(
-        ("mamba_pool", "kv_pool", "pool_end", "mm_reserve", "kv_available", "cg_estimate",
-         "kv_tokens", "concurrency", "gpu_blocks", "v0_profile", "padding_layers", "final", "cap"),
+        (
+            "mamba_pool",
+            "kv_pool",
+            "pool_end",
+            "mm_reserve",
+            "kv_available",
+            "cg_estimate",
+            "kv_tokens",
+            "concurrency",
+            "gpu_blocks",
+            "v0_profile",
+            "padding_layers",
+            "final",
+            "cap",
+        ),
         4,
     ),
     **dict.fromkeys(("graph_begin", "graph_bs", "graph_end"), 5),
@@ -50,12 +75,20 @@ PHASE_OF: dict[str, int] = {
 }
 MAX_ERRORS = 20
 MAX_CHANGES = 40
-_COMPLETIONS = ("/v1/chat/completions", "/v1/completions", "/generate", "/v1/responses", "/v1/messages")
+_COMPLETIONS = (
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/generate",
+    "/v1/responses",
+    "/v1/messages",
+)
 
 
 def ref(hit: Hit) -> LineRef:
     t = hit.line.text.strip()
-    return LineRef(line=hit.line.no, rank=hit.line.rank, text=t if len(t) <= 300 else t[:297] + "...")
+    return LineRef(
+        line=hit.line.no, rank=hit.line.rank, text=t if len(t) <= 300 else t[:297] + "..."
+    )
 
 
 @dataclass
@@ -119,9 +152,15 @@ class LaunchAcc:
         self.in_traceback = False
         self.accept_len = Stat()
         self.accept_rate = Stat()
-        self.traffic: dict[str, Any] = {"http_requests": 0, "http_errors": 0, "prefill_batches": 0,
-                                        "new_sequences": 0, "decode_logs": 0, "outputs_logged": 0,
-                                        "repeated_outputs": 0}
+        self.traffic: dict[str, Any] = {
+            "http_requests": 0,
+            "http_errors": 0,
+            "prefill_batches": 0,
+            "new_sequences": 0,
+            "decode_logs": 0,
+            "outputs_logged": 0,
+            "repeated_outputs": 0,
+        }
         self.throughput = Stat()
         self.max_phase = 0
         self.kinds: set[str] = set()
@@ -215,8 +254,14 @@ class LaunchAcc:
             self.version = str(ev["version"])
             self.version_source = f"printed: line {hit.line.no}"
         self.model = self.model or ev.get("model")
-        for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                    "kv_cache_dtype", "enable_prefix_caching", "quantization"):
+        for key in (
+            "tensor_parallel_size",
+            "pipeline_parallel_size",
+            "data_parallel_size",
+            "kv_cache_dtype",
+            "enable_prefix_caching",
+            "quantization",
+        ):
             if key in ev and key not in self.args:
                 self.args[key] = ev[key]
         if ev.get("max_model_len"):
@@ -270,12 +315,12 @@ class LaunchAcc:
             r.first("free_before_weights_gib", round(ev["avail_gib"] + ev["usage_gib"], 2))
         if ev.get("arch"):
             self.architecture = self.architecture or ev["arch"]
-        if "dtype" in ev:
-            self.format_hints.add("0.5.9")
-        elif ev.get("elapsed_s") is not None:
-            self.format_hints.add("0.5.23")
-        else:
+        if ev.get("elapsed_s") is None:
             self.format_hints.add("0.4")
+        elif "dtype" in ev:
+            self.format_hints.add("0.5.9")
+        else:
+            self.format_hints.add("0.5.23")
 
     def _on_kv_dtype(self, ev, hit, r):
         self.pools.setdefault("kv_dtype", ev["dtype"])
@@ -284,9 +329,13 @@ class LaunchAcc:
         if r.draft:
             return
         r.values["pools_seen"] = 1
-        for src, dst in (("size", "max_mamba_cache_size"), ("conv_gib", "conv_state_gib"),
-                         ("ssm_gib", "ssm_state_gib"), ("iss_gib", "intermediate_ssm_gib"),
-                         ("icw_gib", "intermediate_conv_gib")):
+        for src, dst in (
+            ("size", "max_mamba_cache_size"),
+            ("conv_gib", "conv_state_gib"),
+            ("ssm_gib", "ssm_state_gib"),
+            ("iss_gib", "intermediate_ssm_gib"),
+            ("icw_gib", "intermediate_conv_gib"),
+        ):
             if src in ev:
                 self.pools.setdefault(dst, ev[src])
 
@@ -337,8 +386,14 @@ class LaunchAcc:
         self.kinds.add("graphs_captured")
 
     def _on_final(self, ev, hit, r):
-        for k in ("max_total_num_tokens", "chunked_prefill_size", "max_prefill_tokens",
-                  "max_running_requests", "context_len", "available_gpu_mem_gib"):
+        for k in (
+            "max_total_num_tokens",
+            "chunked_prefill_size",
+            "max_prefill_tokens",
+            "max_running_requests",
+            "context_len",
+            "available_gpu_mem_gib",
+        ):
             if k in ev:
                 self.pools[k] = ev[k]
 
@@ -381,7 +436,9 @@ class LaunchAcc:
         if any(c.arg == ev["arg"] and c.new == ev.get("new") for c in self.changes):
             return  # printed once per rank
         self.changes.append(
-            AutoChange(arg=ev["arg"], new=ev.get("new"), old=ev.get("old"), why=ev["why"], at=ref(hit))
+            AutoChange(
+                arg=ev["arg"], new=ev.get("new"), old=ev.get("old"), why=ev["why"], at=ref(hit)
+            )
         )
 
     def _on_ready(self, ev, hit, r):
@@ -463,7 +520,9 @@ class LaunchAcc:
         self.in_traceback = True
 
     def _on_error(self, ev, hit, r):
-        numbers = {k: v for k, v in ev.items() if k not in ("kind", "error", "text") and v is not None}
+        numbers = {
+            k: v for k, v in ev.items() if k not in ("kind", "error", "text") and v is not None
+        }
         self._error(ev["error"], ev.get("text") or hit.line.text, hit, numbers)
 
     def _on_error_detail(self, ev, hit, r):
@@ -487,14 +546,23 @@ class LaunchAcc:
     def _error(self, kind: str, text: str, hit: Hit, numbers: dict[str, Any]) -> None:
         phase = "runtime" if self.ready_line is not None else "startup"
         for i, e in enumerate(self.errors):
-            if e.message == text or (e.kind == kind and kind != "exception" and _same_numbers(e.numbers, numbers)):
+            if e.message == text or (
+                e.kind == kind and kind != "exception" and _same_numbers(e.numbers, numbers)
+            ):
                 if numbers and not e.numbers:
                     self.errors[i] = e.model_copy(update={"numbers": numbers})
                 return  # every rank prints it
         if len(self.errors) >= MAX_ERRORS:
             return
-        self.errors.append(ErrorFact(kind=kind, message=text.strip()[:2000], at=ref(hit), phase=phase,
-                                     numbers={k: v for k, v in numbers.items() if isinstance(v, (int, float, str))}))
+        self.errors.append(
+            ErrorFact(
+                kind=kind,
+                message=text.strip()[:2000],
+                at=ref(hit),
+                phase=phase,
+                numbers={k: v for k, v in numbers.items() if isinstance(v, (int, float, str))},
+            )
+        )
 
     def _on_exit(self, ev, hit, r):
         if self.exit is None:
@@ -503,7 +571,9 @@ class LaunchAcc:
     # ------------------------------------------------------------------ freezing
     def freeze(self) -> LaunchFacts:
         ranks = [
-            RankFacts(rank=label, **{k: v for k, v in acc.values.items() if k in RankFacts.model_fields})
+            RankFacts(
+                rank=label, **{k: v for k, v in acc.values.items() if k in RankFacts.model_fields}
+            )
             for label, acc in sorted(self.ranks.items())
             if any(k in RankFacts.model_fields for k in acc.values)
         ]
@@ -573,9 +643,11 @@ def _family(engine: str | None, hints: set[str]) -> str | None:
         return None
     if "0.5.23" in hints:
         return "sglang-0.5.23"
+    if "0.4" in hints:
+        return "sglang-before-0.5.9"
     if "0.5.9" in hints:
         return "sglang-0.5.9"
-    return "sglang-0.4"
+    return "sglang-before-0.5.9"
 
 
 def repeated_unit(text: str) -> str | None:

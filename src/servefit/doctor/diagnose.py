@@ -20,8 +20,14 @@ from servefit.doctor.schema import DoctorReport, Finding, Fix, LaunchSummary, Ro
 
 # Which error explains a failure best when several were printed (lower wins).
 _PRIORITY = {
-    "startup_memory": 0, "cuda_oom": 1, "illegal_memory_access": 2, "nccl": 3, "arg_error": 4,
-    "scheduler_exception": 5, "exception": 6, "engine_dead": 7,
+    "startup_memory": 0,
+    "cuda_oom": 1,
+    "illegal_memory_access": 2,
+    "nccl": 3,
+    "arg_error": 4,
+    "scheduler_exception": 5,
+    "exception": 6,
+    "engine_dead": 7,
 }
 
 
@@ -40,21 +46,44 @@ def diagnose(
     when = parse_since(since, now) if isinstance(since, str) else since
     launch, notes = pick(log, cmd_args)
     summaries = [
-        LaunchSummary(index=x.index, first_line=x.first_line, last_line=x.last_line, start_time=x.start_time,
-                      engine=x.engine.name, outcome=x.outcome)
+        LaunchSummary(
+            index=x.index,
+            first_line=x.first_line,
+            last_line=x.last_line,
+            start_time=x.start_time,
+            engine=x.engine.name,
+            outcome=x.outcome,
+        )
         for x in log.launches
     ]
-    base = {"path": log.path, "lines": log.lines, "launches": summaries, "launches_total": log.launches_total}
+    base = {
+        "path": log.path,
+        "lines": log.lines,
+        "launches": summaries,
+        "launches_total": log.launches_total,
+    }
     if launch is None:
-        return DoctorReport(**base, status="no-launch", notes=notes, findings=[Finding(
-            code="no_launch", severity="error", title="no SGLang or vLLM start-up found in this file",
-            detail=f"{log.lines} lines read; none is an engine start-up, pool or error line servefit knows.")])
+        return DoctorReport(
+            **base,
+            status="no-launch",
+            notes=notes,
+            findings=[
+                Finding(
+                    code="no_launch",
+                    severity="error",
+                    title="no SGLang or vLLM start-up found in this file",
+                    detail=f"{log.lines} lines read; none is an engine start-up, pool or error line servefit knows.",
+                )
+            ],
+        )
 
     findings: list[Finding] = []
     if when is not None:
         stale = staleness(log, launch, when)
         if stale:
-            findings.append(Finding(code="stale_log", severity="error", title="stale log", detail=stale))
+            findings.append(
+                Finding(code="stale_log", severity="error", title="stale log", detail=stale)
+            )
     if cmd_args is not None:
         findings += _command_findings(launch, cmd_args)
     if launch.outcome == "incomplete":
@@ -66,17 +95,27 @@ def diagnose(
         from servefit.doctor.replay import fixed_command, propose_fix
         from servefit.doctor.replay import replay as run_replay
 
-        rep, planned, rep_findings = run_replay(launch, model=model, gpu=gpu, engine=engine,
-                                                command_args=cmd_args)
+        rep, planned, rep_findings = run_replay(
+            launch, model=model, gpu=gpu, engine=engine, command_args=cmd_args
+        )
         findings += rep_findings
-        if root is not None and rep is not None and rep.error_consumer and root.kind == "startup_memory":
+        if (
+            root is not None
+            and rep is not None
+            and rep.error_consumer
+            and root.kind == "startup_memory"
+        ):
             consumer = next((c for c in planned[0].consumers if c.name == rep.error_consumer), None)
-            root = root.model_copy(update={
-                "consumer": rep.error_consumer,
-                "detail": rep.error_detail,
-                "flags": consumer.flags if consumer else root.flags,
-            })
-        failing = (root is not None and root.kind == "startup_memory") or (rep is not None and rep.verdict == "fail")
+            root = root.model_copy(
+                update={
+                    "consumer": rep.error_consumer,
+                    "detail": rep.error_detail,
+                    "flags": consumer.flags if consumer else root.flags,
+                }
+            )
+        failing = (root is not None and root.kind == "startup_memory") or (
+            rep is not None and rep.verdict == "fail"
+        )
         if planned is not None and failing and planned[0].verdict == "fail":
             fix = propose_fix(planned)
         mismatch = any(f.code == "command_mismatch" for f in findings)
@@ -85,32 +124,60 @@ def diagnose(
             findings += _command_replay(launch, cmd_args, model, gpu, engine)
         if fix is not None and base_cmd:
             profile = rep.engine.split("==")[1] if rep and "==" in rep.engine else None
-            fix = fix.model_copy(update={"command": fixed_command(base_cmd, fix, launch.engine.name or "", profile)})
+            fix = fix.model_copy(
+                update={"command": fixed_command(base_cmd, fix, launch.engine.name or "", profile)}
+            )
     if fix is None and root is not None and root.kind == "startup_memory":
         fix = F.fix_from_log(launch, command or launch.command)
 
     findings += F.success_findings(launch, rep, log)
     status = _status(launch, findings)
-    return DoctorReport(**base, diagnosed=launch.index, status=status, notes=notes, root_cause=root, fix=fix,
-                        findings=findings, replay=rep, launch=launch)
+    return DoctorReport(
+        **base,
+        diagnosed=launch.index,
+        status=status,
+        notes=notes,
+        root_cause=root,
+        fix=fix,
+        findings=findings,
+        replay=rep,
+        launch=launch,
+    )
 
 
-def _command_replay(launch: LaunchFacts, cmd_args: dict[str, Any], model: Any, gpu: Any,
-                    engine: str | None) -> list[Finding]:
+def _command_replay(
+    launch: LaunchFacts, cmd_args: dict[str, Any], model: Any, gpu: Any, engine: str | None
+) -> list[Finding]:
     """--command is another launch than the log's: predict it with this machine's measurements."""
     from servefit.doctor.replay import replay as run_replay
 
-    rep, _, _ = run_replay(launch, model=model, gpu=gpu, engine=engine, command_args=cmd_args, use_command=True)
+    rep, _, _ = run_replay(
+        launch, model=model, gpu=gpu, engine=engine, command_args=cmd_args, use_command=True
+    )
     if rep is None or rep.measured_free_before_gib is None:
         return []
-    head = (f"your --command, re-planned with this log's measured memory ({rep.measured_free_before_gib:.2f} GiB "
-            f"free before weights, {rep.measured_weights_gib:.2f} GiB weights per rank)")
+    head = (
+        f"your --command, re-planned with this log's measured memory ({rep.measured_free_before_gib:.2f} GiB "
+        f"free before weights, {rep.measured_weights_gib:.2f} GiB weights per rank)"
+    )
     if rep.verdict == "ok":
-        return [Finding(code="command_replay", severity="info", title=f"{head}: starts",
-                        detail=f"{rep.kv_tokens:,} KV tokens, {rep.effective_max_running_requests} running requests, "
-                        f"{rep.free_after_pools_gib:.2f} GiB left per rank after the pools ({rep.engine})")]
-    return [Finding(code="command_replay", severity="error", title=f"{head}: fails",
-                    detail=f"{rep.error} ({rep.error_consumer}: {rep.error_detail})")]
+        return [
+            Finding(
+                code="command_replay",
+                severity="info",
+                title=f"{head}: starts",
+                detail=f"{rep.kv_tokens:,} KV tokens, {rep.effective_max_running_requests} running requests, "
+                f"{rep.free_after_pools_gib:.2f} GiB left per rank after the pools ({rep.engine})",
+            )
+        ]
+    return [
+        Finding(
+            code="command_replay",
+            severity="error",
+            title=f"{head}: fails",
+            detail=f"{rep.error} ({rep.error_consumer}: {rep.error_detail})",
+        )
+    ]
 
 
 def _status(launch: LaunchFacts, findings: list[Finding]) -> str:
@@ -125,20 +192,29 @@ def _status(launch: LaunchFacts, findings: list[Finding]) -> str:
 
 def _command_findings(launch: LaunchFacts, cmd_args: dict[str, Any]) -> list[Finding]:
     if not launch.args:
-        return [Finding(code="command_unchecked", severity="info",
-                        title="cannot compare with --command",
-                        detail="this launch does not print its arguments (no `server_args=` / "
-                        "`non-default args` line), so servefit cannot tell whether it is the launch in --command")]
+        return [
+            Finding(
+                code="command_unchecked",
+                severity="info",
+                title="cannot compare with --command",
+                detail="this launch does not print its arguments (no `server_args=` / "
+                "`non-default args` line), so servefit cannot tell whether it is the launch in --command",
+            )
+        ]
     diffs = arg_differences(launch.args, cmd_args)
     if not diffs:
         return []
     shown = "; ".join(f"{k}: {have!r} in the log, {want!r} in --command" for k, have, want in diffs)
-    return [Finding(
-        code="command_mismatch", severity="error",
-        title="this log is not from the launch in --command",
-        detail=f"{shown}. The file holds an earlier launch (a stale log); the diagnosis below is about "
-        "what the log shows, not about your command.",
-        numbers={k: want for k, _, want in diffs})]
+    return [
+        Finding(
+            code="command_mismatch",
+            severity="error",
+            title="this log is not from the launch in --command",
+            detail=f"{shown}. The file holds an earlier launch (a stale log); the diagnosis below is about "
+            "what the log shows, not about your command.",
+            numbers={k: want for k, _, want in diffs},
+        )
+    ]
 
 
 def primary_error(launch: LaunchFacts) -> ErrorFact | None:

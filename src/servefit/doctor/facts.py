@@ -148,7 +148,9 @@ class LaunchFacts(_Frozen):
     end_time: str | None = None
     engine: EngineFacts = Field(default_factory=EngineFacts)
     args: dict[str, Any] = Field(default_factory=dict)  # engine dest names -> values
-    args_source: str | None = None  # "server_args dump" | "non-default args" | "launch command in log"
+    args_source: str | None = (
+        None  # "server_args dump" | "non-default args" | "launch command in log"
+    )
     command: str | None = None  # a launch command line found in the file before this launch
     model: str | None = None
     architecture: str | None = None

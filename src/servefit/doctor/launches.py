@@ -65,6 +65,8 @@ class Splitter:
                 if acc.kinds <= {"command"}:
                     acc.first_line = None  # a later command replaces a bare earlier one
                 return False
+            if kind == "version" and acc.kinds <= {"version", "command"}:
+                return False  # a container banner and the server's own version line
             return kind in acc.kinds  # a second args dump / version line: another launch
         engine = hit.rule.engine if hit.rule is not None else None
         if engine and acc.engine and engine != acc.engine:
@@ -76,7 +78,13 @@ class Splitter:
             r = acc.ranks.get(hit.line.rank)
             if r is not None and r.phase >= 4 and not r.draft:
                 return not (acc.engine == "sglang" and acc.spec_evidence)
-            if kind == "weights_end" and r is not None and r.phase == 3 and "weights_gib" in r.values and not r.draft:
+            if (
+                kind == "weights_end"
+                and r is not None
+                and r.phase == 3
+                and "weights_gib" in r.values
+                and not r.draft
+            ):
                 return acc.engine == "vllm"  # vLLM loads the drafter inside the same measurement
         return False
 
@@ -119,7 +127,9 @@ def read_log(source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes]) -
 # ---------------------------------------------------------------------------------------------
 
 
-def pick(log: LogFacts, command_args: dict[str, Any] | None = None) -> tuple[LaunchFacts | None, list[str]]:
+def pick(
+    log: LogFacts, command_args: dict[str, Any] | None = None
+) -> tuple[LaunchFacts | None, list[str]]:
     """The latest complete launch (one with an outcome), or the one matching --command; notes."""
     notes: list[str] = []
     if not log.launches:
@@ -146,9 +156,13 @@ def pick(log: LogFacts, command_args: dict[str, Any] | None = None) -> tuple[Lau
                 f"{chosen.index} (lines {chosen.first_line}-{chosen.last_line}) instead"
             )
         elif log.launches_total > 1:
-            notes.append(f"diagnosing the latest, launch {chosen.index} (lines {chosen.first_line}-{chosen.last_line})")
+            notes.append(
+                f"diagnosing the latest, launch {chosen.index} (lines {chosen.first_line}-{chosen.last_line})"
+            )
     if log.ends_mid_line:
-        notes.append("the file ends in the middle of a line: it was cut, or the engine was still writing")
+        notes.append(
+            "the file ends in the middle of a line: it was cut, or the engine was still writing"
+        )
     return chosen, notes
 
 
@@ -175,7 +189,9 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     for fmt in ("%H:%M:%S", "%H:%M"):
         try:
             clock = datetime.strptime(t, fmt)
-            return now.replace(hour=clock.hour, minute=clock.minute, second=clock.second, microsecond=0)
+            return now.replace(
+                hour=clock.hour, minute=clock.minute, second=clock.second, microsecond=0
+            )
         except ValueError:
             pass
     raise ArgumentError(
@@ -223,8 +239,12 @@ def staleness(log: LogFacts, launch: LaunchFacts, since: datetime) -> str | None
 # Values the engine rewrites while resolving its args (the log shows the resolved one).
 _EQUIVALENT = {("speculative_algorithm", "NEXTN"): "EAGLE"}
 # vLLM flag aliases to the names printed in `non-default args`
-_VLLM_ALIASES = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size",
-                 "tensor_parallel": "tensor_parallel_size"}
+_VLLM_ALIASES = {
+    "tp": "tensor_parallel_size",
+    "pp": "pipeline_parallel_size",
+    "dp": "data_parallel_size",
+    "tensor_parallel": "tensor_parallel_size",
+}
 
 
 def args_from_command(text: str) -> dict[str, Any]:
@@ -303,7 +323,9 @@ def _norm(key: str, value: Any) -> Any:
     return value
 
 
-def arg_differences(log_args: dict[str, Any], command_args: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+def arg_differences(
+    log_args: dict[str, Any], command_args: dict[str, Any]
+) -> list[tuple[str, Any, Any]]:
     """(arg, value in the log, value in --command) for args both name with different values."""
     out = []
     for key, want in command_args.items():

@@ -30,7 +30,8 @@ MAX_LINE = 64 * 1024
 ALL_RULES: tuple[Rule, ...] = sglang.RULES + vllm.RULES + GENERIC_RULES
 _KEYS: dict[str, tuple[Rule, ...]] = {}
 for _r in ALL_RULES:
-    _KEYS[_r.key] = _KEYS.get(_r.key, ()) + (_r,)
+    for _k in (_r.key,) if isinstance(_r.key, str) else _r.key:
+        _KEYS[_k] = _KEYS.get(_k, ()) + (_r,)
 _ORDER = {id(r): i for i, r in enumerate(ALL_RULES)}
 
 
@@ -58,8 +59,9 @@ def _trie_regex(words: list[str]) -> str:
 
 # Python exception lines ("RuntimeError: ...") carry no literal key: these words join the filter
 # and doctor.rules.EXCEPTION_LINE checks the shape.
-_COMMAND_WORDS = ("sglang.launch_server", "sglang serve", "vllm serve", "vllm.entrypoints.openai.api_server",
-                  "sglang.bench_one_batch")
+# launch commands written into the file (shell echo, excerpts): "python -m sglang.launch_server",
+# "sglang serve", "vllm serve", "python -m vllm.entrypoints.openai.api_server"
+_COMMAND_WORDS = ("-m sglang.", "glang serve", "vllm serve", "-m vllm.entrypoints")
 _FILTER_TEXT = _trie_regex([*_KEYS, "Error: ", "Exception: ", "Interrupt: ", *_COMMAND_WORDS])
 _FILTER_STR = re.compile(_FILTER_TEXT)
 _COMMAND = re.compile("|".join(re.escape(w) for w in _COMMAND_WORDS))
@@ -69,8 +71,12 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SGL_PREFIX = re.compile(
     r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)?(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP|CP)\d+)*)\]"
 )
-_VLLM_PROC = re.compile(r"\((?P<proc>[A-Za-z][\w]*(?: [A-Z]+\d+)?)(?: pid=(?P<pid>\d+))?(?:, ip=[\w.:]+)?\)")
-_VLLM_LEVEL = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)")
+_VLLM_PROC = re.compile(
+    r"\((?P<proc>[A-Za-z][\w]*(?: [A-Z]+\d+)?)(?: pid=(?P<pid>\d+))?(?:, ip=[\w.:]+)?\)"
+)
+_VLLM_LEVEL = re.compile(
+    r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)"
+)
 _CONTAINER_TS = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:\.\d+)?\s*\|")
 _RANK_TAG = re.compile(r"(?:DP|PP|PCP|TP|DCP|EP)\d+")
 
@@ -92,60 +98,87 @@ class Hit:
 
 
 class LineSource:
-    """Lines of the input, counted; remembers whether the last one ended without a newline."""
+    """The input in chunks; yields only the lines the pre-filter hits, with their line numbers.
+
+    The filter runs over whole chunks (1 MiB from files, or the items of an iterable, which may
+    hold one line or many), so lines nobody asked about are never turned into Python objects:
+    memory is one chunk plus the unfinished last line, capped at MAX_LINE.
+    """
+
+    CHUNK = 1 << 20
 
     def __init__(self, source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes]):
         self.source = source
         self.lines = 0
         self.ends_mid_line = False
 
-    def __iter__(self) -> Iterator[str | bytes]:
+    def _chunks(self) -> Iterator[str | bytes]:
         src = self.source
         if isinstance(src, (str, Path)):
             if str(src) == "-":
-                yield from self._binary(sys.stdin.buffer)
+                yield from iter(lambda: sys.stdin.buffer.read(self.CHUNK), b"")
                 return
             with open(src, "rb") as fh:
-                yield from self._binary(fh)
+                yield from iter(lambda: fh.read(self.CHUNK), b"")
             return
-        if isinstance(src, (io.RawIOBase, io.BufferedIOBase)) or hasattr(src, "readline"):
-            yield from self._binary(src)  # type: ignore[arg-type]
+        if isinstance(src, (io.RawIOBase, io.BufferedIOBase)) or hasattr(src, "read"):
+            yield from iter(lambda: src.read(self.CHUNK), b"")  # type: ignore[union-attr]
             return
-        for line in src:  # an iterable of lines (tests, pipes)
-            self.lines += 1
-            yield line
+        for item in src:  # an iterable of lines, or of blocks of whole lines
+            if item and not item.endswith(b"\n" if isinstance(item, bytes) else "\n"):  # type: ignore[arg-type]
+                item = item + (b"\n" if isinstance(item, bytes) else "\n")  # type: ignore[operator]
+            yield item
 
-    def _binary(self, fh: IO[bytes]) -> Iterator[bytes]:
-        readline = fh.readline
-        while True:
-            chunk = readline(MAX_LINE)
+    def hits(self) -> Iterator[tuple[int, str]]:
+        carry: str | bytes | None = None
+        skipping = False  # inside an over-long line: its head is in `carry`, the rest is dropped
+        for chunk in self._chunks():
             if not chunk:
-                return
-            self.lines += 1
-            if not chunk.endswith(b"\n") and len(chunk) >= MAX_LINE:
-                # an over-long line: keep its head, skip the rest without holding it
-                rest = chunk
-                while rest and not rest.endswith(b"\n"):
-                    rest = readline(MAX_LINE)
-                self.ends_mid_line = not rest
+                continue
+            nl: str | bytes = b"\n" if isinstance(chunk, bytes) else "\n"
+            if skipping:
+                cut = chunk.find(nl)  # type: ignore[arg-type]
+                if cut < 0:
+                    continue
+                yield from self._scan(carry + nl, nl)  # type: ignore[operator]
+                chunk, carry, skipping = chunk[cut + 1 :], None, False
+            buf = chunk if carry is None else carry + chunk  # type: ignore[operator]
+            end = buf.rfind(nl)  # type: ignore[arg-type]
+            if end < 0:
+                carry = buf
             else:
-                self.ends_mid_line = not chunk.endswith(b"\n")
-            yield chunk
+                yield from self._scan(buf[: end + 1], nl)
+                carry = buf[end + 1 :]
+            if len(carry) > MAX_LINE:
+                carry, skipping = carry[:MAX_LINE], True
+        if carry:
+            self.ends_mid_line = True
+            nl = b"\n" if isinstance(carry, bytes) else "\n"
+            yield from self._scan(carry + nl, nl)  # type: ignore[operator]
+
+    def _scan(self, body: str | bytes, nl: str | bytes) -> Iterator[tuple[int, str]]:
+        """Hit lines of `body` (whole lines, ending with a newline)."""
+        pattern = _FILTER_BYTES if isinstance(body, bytes) else _FILTER_STR
+        base, counted_to, done = self.lines, 0, 0
+        for m in pattern.finditer(body):  # type: ignore[arg-type]
+            if m.start() < done:
+                continue  # a second key on a line already taken
+            start = body.rfind(nl, 0, m.start()) + 1  # type: ignore[arg-type]
+            stop = body.find(nl, m.end())  # type: ignore[arg-type]
+            base += body.count(nl, counted_to, start)  # type: ignore[arg-type]
+            counted_to = start
+            line = body[start:stop]
+            if isinstance(line, bytes):
+                line = line[:MAX_LINE].decode("utf-8", "replace")
+            yield base + 1, line[:MAX_LINE]
+            done = stop + 1
+        self.lines += body.count(nl)  # type: ignore[arg-type]
 
 
 def scan(source: LineSource) -> Iterator[Hit]:
     """Events of the lines rules know, in file order, plus launch-command lines."""
-    for raw in source:
-        no = source.lines
-        if isinstance(raw, bytes):
-            if _FILTER_BYTES.search(raw) is None:
-                continue
-            text = raw.decode("utf-8", "replace")
-        else:
-            if _FILTER_STR.search(raw) is None:
-                continue
-            text = raw
-        text = _ANSI.sub("", text.rstrip("\r\n"))
+    for no, raw in source.hits():
+        text = _ANSI.sub("", raw.rstrip("\r\n"))
         line = parse_prefix(no, text)
         event, rule = match(text)
         if event is not None:
@@ -158,7 +191,8 @@ def match(text: str) -> tuple[Event | None, Rule | None]:
     """The first rule (in definition order) among those whose key occurs in `text`."""
     keys = {m.group(0) for m in _FILTER_STR.finditer(text)}
     candidates = sorted(
-        (r for k in keys if k in _KEYS for r in _KEYS[k]), key=lambda r: _ORDER[id(r)]
+        {id(r): r for k in keys if k in _KEYS for r in _KEYS[k]}.values(),
+        key=lambda r: _ORDER[id(r)],
     )
     for r in candidates:
         m = r.pattern.search(text)
@@ -181,7 +215,13 @@ def parse_prefix(no: int, text: str) -> LogLine:
     if text.startswith("["):  # the usual SGLang line: anchored match, no scan
         s = _SGL_PREFIX.match(text)
         if s:
-            return LogLine(no=no, text=text[:MAX_LINE], rank=s.group("ranks").strip(), ts=s.group("ts"), proc=None)
+            return LogLine(
+                no=no,
+                text=text[:MAX_LINE],
+                rank=s.group("ranks").strip(),
+                ts=s.group("ts"),
+                proc=None,
+            )
     c = _CONTAINER_TS.match(text)
     if c:
         ts = c.group("ts").replace("T", " ")

@@ -11,7 +11,13 @@ from servefit.doctor.schema import DoctorReport
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _MARK = {"error": "x", "warning": "!", "info": "i"}
-_STATUS = {"failed": "bold red", "warning": "yellow", "ok": "green", "incomplete": "yellow", "no-launch": "red"}
+_STATUS = {
+    "failed": "bold red",
+    "warning": "yellow",
+    "ok": "green",
+    "incomplete": "yellow",
+    "no-launch": "red",
+}
 
 
 def _g(x: float | None) -> str:
@@ -27,29 +33,54 @@ def render(report: DoctorReport, console: Console | None = None) -> None:
         eng = ln.engine
         head.append(f"Launch {ln.index} (lines {ln.first_line}-{ln.last_line}")
         head.append(f", started {ln.start_time})" if ln.start_time else ")")
-        head.append(f": {eng.name or '?'} {eng.version or (eng.format_family or '')}, outcome {ln.outcome}.")
+        head.append(
+            f": {eng.name or '?'} {eng.version or (eng.format_family or '')}, outcome {ln.outcome}."
+        )
     c.print(head)
     for note in report.notes:
         c.print(f"  note: {note}")
     ln = report.launch
     if ln is not None and ln.ranks:
         t = Table(title="Measured per rank (GiB, as the engine printed it)", show_edge=False)
-        for col in ("rank", "free before weights", "weights", "free after weights", "after pools",
-                    "CUDA graphs", "draft weights", "KV available"):
+        for col in (
+            "rank",
+            "free before weights",
+            "weights",
+            "free after weights",
+            "after pools",
+            "CUDA graphs",
+            "draft weights",
+            "KV available",
+        ):
             t.add_column(col, justify="right" if col != "rank" else "left")
         for r in ln.ranks:
-            t.add_row(r.rank or "-", _g(r.free_before_weights_gib), _g(r.weights_gib), _g(r.free_after_weights_gib),
-                      _g(r.free_after_pools_gib), _g(r.graph_mem_gib), _g(r.draft_weights_gib), _g(r.kv_available_gib))
+            t.add_row(
+                r.rank or "-",
+                _g(r.free_before_weights_gib),
+                _g(r.weights_gib),
+                _g(r.free_after_weights_gib),
+                _g(r.free_after_pools_gib),
+                _g(r.graph_mem_gib),
+                _g(r.draft_weights_gib),
+                _g(r.kv_available_gib),
+            )
         c.print(t)
     rep = report.replay
     if rep is not None and rep.checks:
-        t = Table(title=f"Pools: logged vs replayed ({rep.engine}, calibrated on the log)", show_edge=False)
+        t = Table(
+            title=f"Pools: logged vs replayed ({rep.engine}, calibrated on the log)",
+            show_edge=False,
+        )
         for col in ("pool", "logged", "replayed", "gap"):
             t.add_column(col, justify="left" if col == "pool" else "right")
         for chk in rep.checks:
             style = "bold red" if chk.flagged else ""
-            t.add_row(chk.name, f"{chk.logged:,.6g} {chk.unit}", f"{chk.predicted:,.6g}",
-                      Text(f"{chk.gap_pct:+.2f} %", style=style))
+            t.add_row(
+                chk.name,
+                f"{chk.logged:,.6g} {chk.unit}",
+                f"{chk.predicted:,.6g}",
+                Text(f"{chk.gap_pct:+.2f} %", style=style),
+            )
         c.print(t)
     rc = report.root_cause
     if rc is not None:
@@ -74,7 +105,11 @@ def render(report: DoctorReport, console: Console | None = None) -> None:
             body.append(f"  ({opt.why})\n")
         if fx.command:
             body.append("\n" + fx.command, style="bold green")
-        src = "re-planned on this log's measured memory" if fx.source == "replay" else "the engine's own estimate"
+        src = (
+            "re-planned on this log's measured memory"
+            if fx.source == "replay"
+            else "the engine's own estimate"
+        )
         c.print(Panel(body, title=f"Fix ({src})", border_style="green"))
     for f in report.findings:
         line = Text(f"[{_MARK[f.severity]}] ", style=_STYLE[f.severity])

@@ -33,17 +33,27 @@ def engine_spec(launch: LaunchFacts, override: str | None) -> tuple[str, str | N
         return f"{name}=={launch.engine.version.split('+')[0]}", launch.engine.version_source
     if name == "sglang":
         family = launch.engine.format_family or "sglang-0.5.23"
-        version = {"sglang-0.5.23": "0.5.23", "sglang-0.5.9": "0.5.9", "sglang-0.4": "0.5.9"}[family]
+        version = {
+            "sglang-0.5.23": "0.5.23",
+            "sglang-0.5.9": "0.5.9",
+            "sglang-before-0.5.9": "0.5.9",
+        }[family]
         return f"sglang=={version}", (
             f"inferred: SGLang does not print its version; the line formats match the {version} wheel"
-            + (" (0.4.x formats: nearest mirrored release)" if family == "sglang-0.4" else "")
+            + (
+                " (older formats: nearest mirrored release)"
+                if family == "sglang-before-0.5.9"
+                else ""
+            )
         )
     return name, "not printed"
 
 
 def measured(launch: LaunchFacts) -> tuple[float | None, float | None]:
     """(free before weights, weights) per rank as the engine sizes them: min over ranks."""
-    before = [r.free_before_weights_gib for r in launch.ranks if r.free_before_weights_gib is not None]
+    before = [
+        r.free_before_weights_gib for r in launch.ranks if r.free_before_weights_gib is not None
+    ]
     after = [r.free_after_weights_gib for r in launch.ranks if r.free_after_weights_gib is not None]
     weights = [r.weights_gib for r in launch.ranks if r.weights_gib is not None]
     P = min(before) if before else None
@@ -96,12 +106,23 @@ def _gpu(ref: Any, launch: LaunchFacts, P: float | None, notes: list[str]):
         f"GPU not named in the log: a {gib:g} GiB GPU is assumed; pass --gpu for the engine's "
         "GPU-dependent defaults"
     )
-    return GPUSpec(key="from-log", name="GPU from the log", memory_mib=int(gib * 1024), bandwidth_gbs=0.0,
-                   bf16_tflops=0.0)
+    return GPUSpec(
+        key="from-log",
+        name="GPU from the log",
+        memory_mib=int(gib * 1024),
+        bandwidth_gbs=0.0,
+        bf16_tflops=0.0,
+    )
 
 
-def _args(launch: LaunchFacts, profile: str, engine: str, command_args: dict[str, Any] | None,
-          notes: list[str], use_command: bool = False) -> dict[str, Any]:
+def _args(
+    launch: LaunchFacts,
+    profile: str,
+    engine: str,
+    command_args: dict[str, Any] | None,
+    notes: list[str],
+    use_command: bool = False,
+) -> dict[str, Any]:
     src = dict(command_args or {}) if use_command else dict(launch.args)
     if not src and command_args:
         src = dict(command_args)
@@ -136,10 +157,18 @@ def replay(
         _, ref = select(spec)
     except EngineVersionError as exc:
         name = spec.split("=")[0]
-        return None, None, [Finding(
-            code="replan_unavailable", severity="info",
-            title=f"re-planning {name} logs needs a {name} profile",
-            detail=f"{exc}. The facts above come from the log alone.")]
+        return (
+            None,
+            None,
+            [
+                Finding(
+                    code="replan_unavailable",
+                    severity="info",
+                    title=f"re-planning {name} logs needs a {name} profile",
+                    detail=f"{exc}. The facts above come from the log alone.",
+                )
+            ],
+        )
     notes: list[str] = []
     if how and how != "--engine":
         notes.append(f"engine version {how}")
@@ -149,15 +178,29 @@ def replay(
         gpu_spec = _gpu(gpu, launch, P, notes)
         args = _args(launch, ref.profile, ref.name, command_args, notes, use_command)
         request = PlanRequest(
-            model=model_spec, gpu=gpu_spec, engine=spec, args=args,
-            measured_free_before_gib=P, measured_weights_gib=W if P is not None else None,
+            model=model_spec,
+            gpu=gpu_spec,
+            engine=spec,
+            args=args,
+            measured_free_before_gib=P,
+            measured_weights_gib=W if P is not None else None,
         )
         if P is None and W is not None:
             request = replace(request, measured_weights_gib=W)
         p = plan(request)
     except ServefitError as exc:
-        return None, None, [Finding(code="replan_failed", severity="info",
-                                    title="the planner could not replay this launch", detail=str(exc))]
+        return (
+            None,
+            None,
+            [
+                Finding(
+                    code="replan_failed",
+                    severity="info",
+                    title="the planner could not replay this launch",
+                    detail=str(exc),
+                )
+            ],
+        )
     if use_command:  # a different launch: nothing logged to compare with
         return _summary(p, args, notes, P, W, ref, []), (p, request), []
     checks = compare(launch, p)
@@ -165,36 +208,65 @@ def replay(
     findings = []
     flagged = [c for c in checks if c.flagged]
     if flagged:
-        findings.append(Finding(
-            code="planner_gap", severity="warning",
-            title="the planner's prediction differs from the log by more than 1 %",
-            detail="; ".join(f"{c.name}: logged {c.logged:g}, predicted {c.predicted:g} ({c.gap_pct:+.2f} %)"
-                             for c in flagged)
-            + ". Possible planner error (or a log from a different build); please report it with the log.",
-            numbers={c.name: c.gap_pct for c in flagged}))
-    logged_fail = launch.outcome == "failed" and any(e.kind == "startup_memory" for e in launch.errors)
+        findings.append(
+            Finding(
+                code="planner_gap",
+                severity="warning",
+                title="the planner's prediction differs from the log by more than 1 %",
+                detail="; ".join(
+                    f"{c.name}: logged {c.logged:g}, predicted {c.predicted:g} ({c.gap_pct:+.2f} %)"
+                    for c in flagged
+                )
+                + ". Possible planner error (or a log from a different build); please report it with the log.",
+                numbers={c.name: c.gap_pct for c in flagged},
+            )
+        )
+    logged_fail = launch.outcome == "failed" and any(
+        e.kind == "startup_memory" for e in launch.errors
+    )
     if logged_fail and p.verdict == "ok":
-        findings.append(Finding(code="planner_gap", severity="warning",
-                                title="the planner says this launch starts, the log says it failed",
-                                detail="Possible planner error; please report it with the log."))
+        findings.append(
+            Finding(
+                code="planner_gap",
+                severity="warning",
+                title="the planner says this launch starts, the log says it failed",
+                detail="Possible planner error; please report it with the log.",
+            )
+        )
     if launch.ready and p.verdict == "fail":
-        findings.append(Finding(code="planner_gap", severity="warning",
-                                title="the planner predicts a failure, the log says it started",
-                                detail=f"predicted: {p.error}. Possible planner error."))
+        findings.append(
+            Finding(
+                code="planner_gap",
+                severity="warning",
+                title="the planner predicts a failure, the log says it started",
+                detail=f"predicted: {p.error}. Possible planner error.",
+            )
+        )
     return rep, (p, request), findings
 
 
 def _summary(p, args, notes, P, W, ref, checks) -> Replay:
     return Replay(
-        engine=f"{ref.name}=={ref.profile}", engine_note=p.engine.note, model=p.model.name,
-        gpu=p.hardware.gpu, measured_free_before_gib=P, measured_weights_gib=W, calibrated=p.calibrated,
-        args=args, verdict=p.verdict, error=p.error, error_consumer=p.error_consumer,
-        error_detail=p.error_detail, kv_tokens=p.pools.max_total_num_tokens,
+        engine=f"{ref.name}=={ref.profile}",
+        engine_note=p.engine.note,
+        model=p.model.name,
+        gpu=p.hardware.gpu,
+        measured_free_before_gib=P,
+        measured_weights_gib=W,
+        calibrated=p.calibrated,
+        args=args,
+        verdict=p.verdict,
+        error=p.error,
+        error_consumer=p.error_consumer,
+        error_detail=p.error_detail,
+        kv_tokens=p.pools.max_total_num_tokens,
         max_mamba_cache_size=p.pools.max_mamba_cache_size,
         mamba_slots_per_request=p.pools.mamba_slots_per_request,
         mamba_sizing=p.pools.mamba_sizing,
         effective_max_running_requests=p.pools.effective_max_running_requests,
-        free_after_pools_gib=round(p.per_rank.free_gib, 3), checks=checks, notes=notes,
+        free_after_pools_gib=round(p.per_rank.free_gib, 3),
+        checks=checks,
+        notes=notes,
     )
 
 
@@ -205,8 +277,14 @@ def _check(name: str, unit: str, logged: float | None, predicted: float | None) 
     flagged = abs(gap) > GAP_PCT
     if unit == "GiB":
         flagged = flagged and abs(predicted - logged) > ROUNDING_GIB
-    return PoolCheck(name=name, unit=unit, logged=logged, predicted=round(predicted, 4),
-                     gap_pct=round(gap, 3), flagged=flagged)
+    return PoolCheck(
+        name=name,
+        unit=unit,
+        logged=logged,
+        predicted=round(predicted, 4),
+        gap_pct=round(gap, 3),
+        flagged=flagged,
+    )
 
 
 def compare(launch: LaunchFacts, p) -> list[PoolCheck]:
@@ -217,23 +295,53 @@ def compare(launch: LaunchFacts, p) -> list[PoolCheck]:
         tokens = lp.kv_tokens if lp.kv_tokens is not None else lp.max_total_num_tokens
         if launch.engine.name == "vllm":
             tokens = lp.gpu_kv_cache_tokens
-            out.append(_check("max concurrency at max_model_len", "requests", lp.max_concurrency,
-                              p.pools.max_concurrency_at_context))
+            out.append(
+                _check(
+                    "max concurrency at max_model_len",
+                    "requests",
+                    lp.max_concurrency,
+                    p.pools.max_concurrency_at_context,
+                )
+            )
         out.append(_check("KV tokens", "tokens", tokens, p.pools.max_total_num_tokens))
-        out.append(_check("state slots (max_mamba_cache_size)", "slots", lp.max_mamba_cache_size,
-                          p.pools.max_mamba_cache_size))
+        out.append(
+            _check(
+                "state slots (max_mamba_cache_size)",
+                "slots",
+                lp.max_mamba_cache_size,
+                p.pools.max_mamba_cache_size,
+            )
+        )
         out.append(_check("KV cache size", "GiB", lp.kv_size_gib, p.per_rank.kv_cache_gib))
         if lp.conv_state_gib is not None and lp.ssm_state_gib is not None:
-            out.append(_check("state pool size (conv + ssm)", "GiB", lp.conv_state_gib + lp.ssm_state_gib,
-                              p.per_rank.mamba_state_gib))
+            out.append(
+                _check(
+                    "state pool size (conv + ssm)",
+                    "GiB",
+                    lp.conv_state_gib + lp.ssm_state_gib,
+                    p.per_rank.mamba_state_gib,
+                )
+            )
         if lp.intermediate_ssm_gib is not None and lp.intermediate_conv_gib is not None:
-            out.append(_check("speculative intermediate state", "GiB",
-                              lp.intermediate_ssm_gib + lp.intermediate_conv_gib, p.per_rank.spec_state_gib))
+            out.append(
+                _check(
+                    "speculative intermediate state",
+                    "GiB",
+                    lp.intermediate_ssm_gib + lp.intermediate_conv_gib,
+                    p.per_rank.spec_state_gib,
+                )
+            )
         mrr = lp.max_running_requests
         if mrr is None:
-            caps = [c.new for c in launch.changes if c.arg == "max_running_requests" and "capped" in c.why]
+            caps = [
+                c.new
+                for c in launch.changes
+                if c.arg == "max_running_requests" and "capped" in c.why
+            ]
             mrr = caps[-1] if caps else None
-        out.append(_check("max_running_requests", "requests", mrr, p.pools.effective_max_running_requests))
+        out.append(
+            _check("max_running_requests", "requests", mrr, p.pools.effective_max_running_requests)
+        )
     out.append(_check("context length", "tokens", lp.context_len, p.pools.context_len))
     return [c for c in out if c is not None]
 
@@ -257,8 +365,11 @@ def _candidates(dest: str, v: dict[str, Any]) -> list[dict[str, Any]]:
     cur = v.get(dest)
     if dest == "max_running_requests":
         cur = int(cur or 48)
-        vals = sorted({x for x in (int(cur * f) for f in (0.75, 0.5, 1 / 3, 0.25, 0.125)) if 0 < x < cur}
-                      | {x for x in (32, 24, 16, 12, 8, 4, 2, 1) if x < cur}, reverse=True)
+        vals = sorted(
+            {x for x in (int(cur * f) for f in (0.75, 0.5, 1 / 3, 0.25, 0.125)) if 0 < x < cur}
+            | {x for x in (32, 24, 16, 12, 8, 4, 2, 1) if x < cur},
+            reverse=True,
+        )
         return [{dest: x} for x in vals]
     if dest == "mem_fraction_static":
         cur = float(cur or 0.85)
@@ -269,7 +380,10 @@ def _candidates(dest: str, v: dict[str, Any]) -> list[dict[str, Any]]:
         return [{dest: x} for x in (0.7, 0.5, 0.3, 0.2, 0.1) if x < cur]
     if dest == "speculative_num_draft_tokens":
         d = int(cur or 4)
-        return [{"speculative_num_draft_tokens": x, "speculative_num_steps": x - 1} for x in range(d - 1, 1, -1)]
+        return [
+            {"speculative_num_draft_tokens": x, "speculative_num_steps": x - 1}
+            for x in range(d - 1, 1, -1)
+        ]
     if dest == "context_length":
         ctx = int(v.get("context_len") or cur or 0)
         return [{dest: ctx // k} for k in (2, 4, 8) if ctx // k >= 1024]
@@ -278,7 +392,11 @@ def _candidates(dest: str, v: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _accept(p, ctx: int) -> bool:
     # starts, keeps headroom, and holds at least one full-length request
-    return p.verdict == "ok" and p.per_rank.free_gib >= MARGIN_GIB and p.pools.max_total_num_tokens >= ctx
+    return (
+        p.verdict == "ok"
+        and p.per_rank.free_gib >= MARGIN_GIB
+        and p.pools.max_total_num_tokens >= ctx
+    )
 
 
 def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | None:
@@ -307,13 +425,18 @@ def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | 
             except ServefitError:
                 continue
             if _accept(q, ctx):
-                options.append(FixOption(
-                    changes=[FixChange(arg=k, flag="--" + k.replace("_", "-"), old=v.get(k), new=val)
-                             for k, val in change.items()],
-                    kv_tokens=q.pools.max_total_num_tokens,
-                    max_running_requests=q.pools.effective_max_running_requests,
-                    free_after_pools_gib=round(q.per_rank.free_gib, 2),
-                    why=_why(flag, p, q)))
+                options.append(
+                    FixOption(
+                        changes=[
+                            FixChange(arg=k, flag="--" + k.replace("_", "-"), old=v.get(k), new=val)
+                            for k, val in change.items()
+                        ],
+                        kv_tokens=q.pools.max_total_num_tokens,
+                        max_running_requests=q.pools.effective_max_running_requests,
+                        free_after_pools_gib=round(q.per_rank.free_gib, 2),
+                        why=_why(flag, p, q),
+                    )
+                )
                 break
     if not options:
         return None
@@ -321,9 +444,11 @@ def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | 
 
 
 def _why(flag: str, before, after) -> str:
-    return (f"{flag}: predicted to start with {after.pools.max_total_num_tokens:,} KV tokens, "
-            f"{after.pools.effective_max_running_requests} running requests and "
-            f"{after.per_rank.free_gib:.2f} GiB left per rank after the pools")
+    return (
+        f"{flag}: predicted to start with {after.pools.max_total_num_tokens:,} KV tokens, "
+        f"{after.pools.effective_max_running_requests} running requests and "
+        f"{after.per_rank.free_gib:.2f} GiB left per rank after the pools"
+    )
 
 
 def fixed_command(command: str, fix: Fix, engine: str, profile: str | None) -> str | None:
@@ -347,7 +472,11 @@ def fixed_command(command: str, fix: Fix, engine: str, profile: str | None) -> s
         for i, tok in enumerate(argv):
             name, eq, _ = tok.partition("=")
             # argparse accepts any unambiguous prefix of a long option (--speculative-algo)
-            if not (name.startswith("--") and len(name) > 2 and canonical.replace("_", "-").startswith(name.replace("_", "-"))):
+            if not (
+                name.startswith("--")
+                and len(name) > 2
+                and canonical.replace("_", "-").startswith(name.replace("_", "-"))
+            ):
                 continue
             if eq:
                 argv[i] = f"{name}={value}"

@@ -25,7 +25,9 @@ def _weights_end(m: re.Match[str]) -> Event:
     out = numbers(m.groupdict())
     extra = m.group("extra") or ""
     dtype = re.search(r"dtype=(\S+?),", extra)
-    quant = re.search(r"(quant=[^,]+(?:, (?:bits|quant_algo|fmt|requantization_method)=[^,]+)*)", extra)
+    quant = re.search(
+        r"(quant=[^,]+(?:, (?:bits|quant_algo|fmt|requantization_method)=[^,]+)*)", extra
+    )
     out.pop("extra", None)
     if dtype:
         out["dtype"] = dtype.group(1)
@@ -50,18 +52,20 @@ _DECODE_PARTS = (
 def _decode(m: re.Match[str]) -> Event:
     """The decode stats line, read field by field (one regex with optional parts backtracks)."""
     out: Event = {"running": int(m.group("running")), "throughput": 0.0, "queue": 0}
-    tail = m.string[m.end():]
+    tail = m.string[m.end() :]
     for name, pat in _DECODE_PARTS:
         hit = pat.search(tail)
         if hit:
-            out[name] = float(hit.group(1)) if "." in hit.group(1) or name != "queue" else int(hit.group(1))
+            out[name] = (
+                float(hit.group(1)) if "." in hit.group(1) or name != "queue" else int(hit.group(1))
+            )
     return out
 
 
 RULES: tuple[Rule, ...] = (
     # entrypoints/engine.py:_launch_subprocesses -> logger.info(f"{server_args=}") (0.4 - 0.5.23)
     rule(
-        "server_args=ServerArgs(",
+        "ServerArgs(",
         r"server_args=ServerArgs\((?P<body>.*)",
         "args_dump",
         S,
@@ -77,7 +81,9 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         "Init torch distributed ends.",
-        r"Init torch distributed ends\.(?: elapsed=[\d.]+ s,)? mem usage=" + _f("usage_gib") + " GB",
+        r"Init torch distributed ends\.(?: elapsed=[\d.]+ s,)? mem usage="
+        + _f("usage_gib")
+        + " GB",
         "dist_end",
         S,
         "sglang/srt/model_executor/model_runner.py:ModelRunner.init_torch_distributed",
@@ -102,7 +108,11 @@ RULES: tuple[Rule, ...] = (
     rule(
         "Load weight end.",
         r"Load weight end\.(?: elapsed=(?P<elapsed_s>[\d.]+) s,)? type=(?P<arch>[\w.]+),"
-        r"(?P<extra>.*?) ?avail mem=" + _f("avail_gib") + " GB, mem usage=" + _f("usage_gib") + " GB",
+        r"(?P<extra>.*?) ?avail mem="
+        + _f("avail_gib")
+        + " GB, mem usage="
+        + _f("usage_gib")
+        + " GB",
         "weights_end",
         S,
         "sglang/srt/model_executor/model_runner.py:ModelRunner.load_model",
@@ -156,7 +166,7 @@ RULES: tuple[Rule, ...] = (
         "(0.5.23 mem_cache/kv_cache_configurator.py:configure)",
     ),
     rule(
-        "of the KV budget for post-sizing multimodal",
+        "Reserving ",
         r"Reserving " + _f("gib") + " GB of the KV budget for post-sizing multimodal",
         "mm_reserve",
         S,
@@ -166,15 +176,17 @@ RULES: tuple[Rule, ...] = (
     # "avail mem" before "mem usage" on the end line); 0.5.23 cuda_graph_setup.py
     # "Capture {role} {kind} CUDA graph begin/end"; draft workers "Capture draft ... graph"
     rule(
-        " graph begin.",
-        r"Capture (?P<role>(?:\w+ )*?)(?:cuda|CUDA|cpu|npu) graph begin\..*?avail mem=" + _f("avail_gib") + " GB",
+        "Capture ",
+        r"Capture (?P<role>(?:\w+ )*?)(?:cuda|CUDA|cpu|npu) graph begin\..*?avail mem="
+        + _f("avail_gib")
+        + " GB",
         "graph_begin",
         S,
         "sglang/srt/model_executor/model_runner.py:init_device_graphs "
         "(0.5.23 model_runner_components/cuda_graph_setup.py)",
     ),
     rule(
-        "Capture cuda graph bs",
+        "Capture ",
         r"Capture cuda graph bs (?P<bs>\[[\d, ]*\])",
         "graph_bs",
         S,
@@ -182,7 +194,7 @@ RULES: tuple[Rule, ...] = (
         _graph_bs,
     ),
     rule(
-        " graph end.",
+        "Capture ",
         r"Capture (?P<role>(?:\w+ )*?)(?:cuda|CUDA|cpu|npu) graph end\.(?: bs=\[[\d, ]*\],)?"
         r"(?: Time elapsed: (?P<elapsed_s>[\d.]+) s\.| elapsed=(?P<elapsed2_s>[\d.]+) s,)"
         r"(?: mem usage=(?P<usage_gib>[\d.]+) GB[.,])? avail mem=(?P<avail_gib>[\d.]+) GB\.?"
@@ -195,7 +207,7 @@ RULES: tuple[Rule, ...] = (
     # managers/scheduler.py:Scheduler.__init__ (tp_rank 0); 0.4.x has no available_gpu_mem;
     # bench_one_batch.py prints only "max_total_num_tokens=N"
     rule(
-        "max_total_num_tokens=",
+        "_total_num_tokens=",
         r"(?:^|\] |\s)max_total_num_tokens=(?P<max_total_num_tokens>\d+)(?:, chunked_prefill_size="
         r"(?P<chunked_prefill_size>-?\d+), max_prefill_tokens=(?P<max_prefill_tokens>\d+), "
         r"max_running_requests=(?P<max_running_requests>\d+), context_len=(?P<context_len>\d+)"
@@ -205,7 +217,7 @@ RULES: tuple[Rule, ...] = (
         "sglang/srt/managers/scheduler.py:Scheduler.__init__ (bench_one_batch.py prints the short form)",
     ),
     rule(
-        "fired up and ready to roll",
+        "The server is fired up",
         r"The server is fired up and ready to roll!",
         "ready",
         S,
@@ -227,7 +239,11 @@ RULES: tuple[Rule, ...] = (
         "change",
         S,
         "sglang/srt/server_args.py:ServerArgs._handle_mamba_radix_cache (0.5.9)",
-        fixed(arg="disable_radix_cache", new=True, why="speculative decoding on a mamba model (no_buffer)"),
+        fixed(
+            arg="disable_radix_cache",
+            new=True,
+            why="speculative decoding on a mamba model (no_buffer)",
+        ),
     ),
     rule(
         "Disabling radix cache since trtllm_mha",
@@ -238,12 +254,14 @@ RULES: tuple[Rule, ...] = (
         fixed(arg="disable_radix_cache", new=True, why="trtllm_mha needs page_size > 1"),
     ),
     rule(
-        "as it is not yet supported.",
+        "Disabling Radix Cache for",
         r"Disabling Radix Cache for (?P<arch>\w+) as it is not yet supported",
         "change",
         S,
         "sglang/srt/server_args.py:ServerArgs._handle_model_specific_adjustments (0.5.9)",
-        fixed(arg="disable_radix_cache", new=True, why="the architecture has no radix-cache support"),
+        fixed(
+            arg="disable_radix_cache", new=True, why="the architecture has no radix-cache support"
+        ),
     ),
     rule(
         "Disabling overlap schedule since mamba no_buffer",
@@ -267,7 +285,9 @@ RULES: tuple[Rule, ...] = (
         "change",
         S,
         "sglang/srt/arg_groups/speculative_hook.py:_handle_eagle_family (0.5.23)",
-        fixed(arg="disable_overlap_schedule", new=True, why="overlap disabled, synchronous spec v2"),
+        fixed(
+            arg="disable_overlap_schedule", new=True, why="overlap disabled, synchronous spec v2"
+        ),
     ),
     rule(
         "Mixed chunked prefill is disabled",
@@ -280,7 +300,7 @@ RULES: tuple[Rule, ...] = (
     # 0.5.23 kv_cache_configurator.py:resolve_max_num_reqs (the ground truth quotes it without
     # the parenthesis, so that part is optional)
     rule(
-        "max_running_requests is capped to",
+        "_running_requests is capped to",
         r"max_running_requests is capped to (?P<new>\d+) by the mamba state cache"
         r"(?: \(max_mamba_cache_size=(?P<K>\d+), (?P<ratio>\d+) state slots per request\))?",
         "cap",
@@ -289,7 +309,7 @@ RULES: tuple[Rule, ...] = (
         fixed(arg="max_running_requests", why="capped by the mamba state cache"),
     ),
     rule(
-        "max_running_requests was reduced from the requested",
+        "_running_requests was reduced",
         r"max_running_requests was reduced from the requested (?P<old>\d+) to (?P<new>\d+)",
         "cap",
         S,
@@ -297,7 +317,7 @@ RULES: tuple[Rule, ...] = (
         fixed(arg="max_running_requests", why="capped by the KV cache capacity"),
     ),
     rule(
-        "is larger than the profiled value",
+        "_total_tokens=",
         r"max_total_tokens=(?P<old>\d+) is larger than the profiled value (?P<new>\d+)",
         "cap",
         S,
@@ -333,7 +353,12 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- failures and exits --------------------------------------------------------------
     rule(
-        "hit an exception",
+        (
+            "Scheduler hit an exception",
+            "TokenizerManager hit an exception",
+            "DetokenizerManager hit an exception",
+            "DataParallelController hit an exception",
+        ),
         r"(?P<who>Scheduler|TokenizerManager|DetokenizerManager|DataParallelController) hit an exception",
         "exception_start",
         S,
@@ -369,7 +394,7 @@ RULES: tuple[Rule, ...] = (
         whole_line(error="startup_memory", which="mamba_state"),
     ),
     rule(
-        "state cache is too small to serve any requests",
+        "Hybrid (mamba/linear-attention) state cache is too small",
         r"state cache is too small to serve any requests\. max_mamba_cache_size=(?P<K>-?\d+), "
         r"mamba_ratio=(?P<ratio>\d+), resulting max_num_reqs=(?P<reqs>-?\d+)",
         "error",
@@ -378,8 +403,8 @@ RULES: tuple[Rule, ...] = (
         whole_line(error="startup_memory", which="mamba_state"),
     ),
     rule(
-        "max_running_request is zero",
-        r"max_running_request is zero",
+        "_running_request is zero",
+        r"_running_request is zero",
         "error",
         S,
         "sglang/srt/managers/tp_worker.py:TpModelWorker.__init__ (assert)",
@@ -394,8 +419,8 @@ RULES: tuple[Rule, ...] = (
         whole_line(error="startup_memory", which="kv_pool_small"),
     ),
     rule(
-        "is greater than the derived context_length",
-        r"User-specified context_length \((?P<asked>\d+)\) is greater than the derived "
+        "greater than the derived context_length",
+        r"context_length \((?P<asked>\d+)\) is greater than the derived "
         r"context_length \((?P<derived>\d+)\)",
         "error",
         S,
@@ -427,7 +452,7 @@ RULES: tuple[Rule, ...] = (
         whole_line(),
     ),
     rule(
-        "scheduler is dead",
+        "Rank ",
         r"Rank (?P<rank>\d+) scheduler is dead",
         "exit",
         S,

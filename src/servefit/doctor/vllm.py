@@ -39,7 +39,13 @@ def _engine_config(m: re.Match[str]) -> Event:
         hit = re.search(pat, body)
         if hit:
             val = hit.group(1)
-            out[key] = (val == "True") if val in ("True", "False") else numbers({"v": val})["v"] if val.isdigit() else val
+            out[key] = (
+                (val == "True")
+                if val in ("True", "False")
+                else numbers({"v": val})["v"]
+                if val.isdigit()
+                else val
+            )
     return out
 
 
@@ -47,14 +53,14 @@ RULES: tuple[Rule, ...] = (
     # entrypoints/common/startup.py:log_version_and_model (logo: "█ ▀▄▀ █  version X");
     # 0.10-0.2x api_server.py "vLLM API server version X"; NGC banner "vLLM Version X"
     rule(
-        "version ",
+        ("LLM API server version", "LLM server version", "LLM Version", "▀▄▀ █"),
         r"(?:vLLM API server version|vLLM server version|vLLM Version|█ ▀▄▀ █\s+version)\s+v?(?P<version>\d+\.\d+[\w.+-]*)",
         "version",
         V,
         "vllm/entrypoints/common/startup.py:log_version_and_model (older: entrypoints/openai/api_server.py)",
     ),
     rule(
-        "non-default args:",
+        "-default args:",
         r"non-default args: (?P<body>\{.*)",
         "args_nondefault",
         V,
@@ -90,7 +96,7 @@ RULES: tuple[Rule, ...] = (
         "vllm/config/scheduler.py:SchedulerConfig.__post_init__",
     ),
     rule(
-        "attention block size to",
+        "Setting attention block size",
         r"attention block size to (?P<n>\d+) tokens",
         "block_size",
         V,
@@ -104,19 +110,21 @@ RULES: tuple[Rule, ...] = (
         "vllm/platforms/interface.py (0.10-0.18: model_executor/models/config.py)",
     ),
     rule(
-        "padding layers, may waste at most",
+        "Add ",
         r"Add (?P<n>\d+) padding layers, may waste at most (?P<pct>[\d.]+)%",
         "padding_layers",
         V,
         "vllm/v1/core/kv_cache_planning.py (older: v1/core/kv_cache_utils.py)",
     ),
     rule(
-        "disabling prefix caching since it is not yet supported",
+        "Hybrid or mamba-based model detected",
         r"Hybrid or mamba-based model detected: disabling prefix caching",
         "change",
         V,
         "vllm/model_executor/models/config.py:HybridAttentionMambaModelConfig (0.10-0.11)",
-        fixed(arg="enable_prefix_caching", new=False, why="hybrid model: prefix caching not supported"),
+        fixed(
+            arg="enable_prefix_caching", new=False, why="hybrid model: prefix caching not supported"
+        ),
     ),
     rule(
         "Mamba cache mode is set to",
@@ -135,18 +143,20 @@ RULES: tuple[Rule, ...] = (
         fixed(arg="mamba_ssm_cache_dtype", why="model default"),
     ),
     rule(
-        "without CUDA graph memory profiling",
+        "CUDA graph memory profiling is enabled",
         r"--gpu-memory-utilization=(?P<old>[\d.]+) is equivalent to --gpu-memory-utilization=(?P<new>[\d.]+) "
-        r"without CUDA graph memory profiling",
+        r"CUDA graph memory profiling is enabled",
         "change",
         V,
         "vllm/v1/worker/gpu_worker.py:Worker.determine_available_memory (0.21+)",
-        fixed(arg="gpu_memory_utilization", why="CUDA-graph memory is now subtracted from the budget"),
+        fixed(
+            arg="gpu_memory_utilization", why="CUDA-graph memory is now subtracted from the budget"
+        ),
     ),
     # V1 gpu_model_runner.py:load_model "Model loading took %s GiB memory and %.6f seconds"
     # (0.11: "took %.4f GiB and"); V0 / early V1 "Loading model weights took %.4f GB"
     rule(
-        " took ",
+        ("Model loading took", "Loading model weights took"),
         r"(?:Model loading took|Loading model weights took) (?P<usage_gib>[\d.]+) Gi?B",
         "weights_end",
         V,
@@ -207,7 +217,7 @@ RULES: tuple[Rule, ...] = (
         "vllm/v1/worker/gpu_model_runner.py:capture_model",
     ),
     rule(
-        "init engine (profile, create kv cache, warmup model) took",
+        "(profile, create kv cache, warmup model) took",
         r"init engine \(profile, create kv cache, warmup model\) took (?P<secs>[\d.]+)",
         "engine_ready",
         V,
@@ -248,7 +258,7 @@ RULES: tuple[Rule, ...] = (
         whole_line(error="startup_memory", which="max_model_len"),
     ),
     rule(
-        "KV cache is needed, which is larger than the available KV cache memory",
+        "KV cache is needed",
         r"(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV "
         r"cache memory \((?P<available_gib>[\d.]+) GiB\)",
         "error_detail",
@@ -256,14 +266,14 @@ RULES: tuple[Rule, ...] = (
         "vllm/v1/core/kv_cache_planning.py:_check_enough_kv_cache_memory",
     ),
     rule(
-        "the estimated maximum model length is",
+        "Based on the available memory",
         r"the estimated maximum model length is (?P<estimated_max_len>\d+)",
         "error_detail",
         V,
         "vllm/v1/core/kv_cache_planning.py:_check_enough_kv_cache_memory",
     ),
     rule(
-        "is larger than the maximum number of tokens that can be stored in KV cache",
+        "KV cache (",
         r"max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that "
         r"can be stored in KV cache \((?P<kv_tokens>\d+)\)",
         "error",
@@ -288,7 +298,7 @@ RULES: tuple[Rule, ...] = (
         whole_line(error="startup_memory", which="weights"),
     ),
     rule(
-        "on startup is less than desired GPU memory utilization",
+        "Free memory on device",
         r"Free memory on device (?P<device>\S+) \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on "
         r"startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<wanted_gib>[\d.]+) GiB\)",
         "error",
@@ -299,7 +309,7 @@ RULES: tuple[Rule, ...] = (
     # quoted in the ground-truth case vllm_nim_nemotron120b_2xh100_maxseqs_FAIL_retail95 (NIM
     # build; not in the 0.33 wheel)
     rule(
-        "exceeds available Mamba cache blocks",
+        "Mamba cache blocks",
         r"max_num_seqs \((?P<max_num_seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)",
         "error",
         V,
@@ -323,7 +333,7 @@ RULES: tuple[Rule, ...] = (
         whole_line(error="engine_dead"),
     ),
     rule(
-        "died unexpectedly",
+        ("Worker proc ", "Engine core proc"),
         r"(?:Worker proc (?P<proc>\S+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?"
         r"|Engine core proc(?:ess)? (?P<engine>\S+) died unexpectedly)",
         "exit",
@@ -332,7 +342,7 @@ RULES: tuple[Rule, ...] = (
         whole_line(),
     ),
     rule(
-        "died, exit code:",
+        "Worker ",
         r"Worker (?P<proc>.+?) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)",
         "exit",
         V,

@@ -32,21 +32,42 @@ def tail(path: Path, n: int = TAIL_LINES) -> list[str]:
         return []
 
 
-def _from_doctor(log: Path, command_line: str) -> Diagnosis | None:
-    """The doctor's diagnosis; None when the doctor is not installed or cannot read the log."""
+def _from_doctor(log: Path, record: RunRecord) -> Diagnosis | None:
+    """servefit doctor on the run's log; None when the doctor is not installed or fails.
+    The launch's own command, engine version, GPU and model go with it: SGLang prints neither
+    its version nor the GPU, and the doctor's re-plan needs both."""
     try:
-        from servefit.doctor.api import diagnose_text  # type: ignore[import-not-found]
+        from servefit.doctor import diagnose, read_log
+        from servefit.doctor.render import render
     except ImportError:
         return None
+    import io
+
+    from rich.console import Console
+
     try:
-        summary, text = diagnose_text(log, command=command_line)
+        report = diagnose(
+            read_log(str(log)),
+            command=record.command_line,
+            engine=record.plan_engine,
+            gpu=record.plan_gpu,
+            model=record.plan_model,
+        )
+        out = io.StringIO()
+        render(report, Console(file=out, width=100, color_system=None, force_terminal=False))
     except Exception:  # a doctor bug must not hide the log from the user
         return None
-    return Diagnosis(summary=summary, text=text, source="doctor")
+    summary = report.root_cause.summary if report.root_cause is not None else None
+    if summary is None:
+        worst = next((f for f in report.findings if f.severity == "error"), None)
+        summary = worst.title if worst is not None else (record.message or "the engine failed")
+    if report.fix is not None and report.fix.command:
+        summary += f" | fixed command: {report.fix.command}"
+    return Diagnosis(summary=summary, text=out.getvalue(), source="doctor")
 
 
 def diagnose_run(run: RunDir, record: RunRecord) -> Diagnosis:
-    found = _from_doctor(run.log_path, record.command_line)
+    found = _from_doctor(run.log_path, record)
     if found is not None:
         return found
     lines = tail(run.log_path)

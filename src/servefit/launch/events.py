@@ -210,8 +210,11 @@ VLLM_RULES: tuple[_Rule, ...] = (
 # The last line of a Python traceback ("RuntimeError: Not enough memory. ...", "torch.OutOfMemoryError:
 # CUDA out of memory. ...") and the bind error uvicorn logs (uvicorn/server.py:Server.startup logs the
 # OSError from asyncio's create_server: "[Errno 98] error while attempting to bind on address ...").
+# Python's own start-up failures ("python: Error while finding module specification for
+# 'sglang.launch_server' (ModuleNotFoundError: ...)", "python: can't open file ...") count too.
 _ERROR = re.compile(
-    r"^(?:[A-Za-z_][\w.]*(?:Error|Exception)(?::.*)?|.*\[Errno \d+\] error while attempting to bind.*)$"
+    r"^(?:[A-Za-z_][\w.]*(?:Error|Exception)(?::.*)?|.*\[Errno \d+\] error while attempting to bind.*"
+    r"|\S*python[\d.]*: (?:Error while finding module specification|can't open file) .*)$"
 )
 MAX_ERRORS = 5
 # Per-line prefixes in front of an error line: vLLM's formatter prefixes every line of a multi-line
@@ -236,24 +239,30 @@ class LogProgress:
         self.stage = "starting"
 
     def feed(self, line: str) -> bool:
-        """Read one line; True if the stage or a fact changed."""
+        """Read one line; True if it was a progress or error line (the stage or facts may have
+        changed). Cheap for the request lines a serving engine prints all day."""
         line = _strip_ansi(line).rstrip("\r\n")
         if not line:
             return False
-        before = (self.stage, self.facts.model_dump_json())
+        changed = False  # a matched line, even one whose number was already known
         for rule in self.rules:
             m = rule.pattern.search(line)
             if m is None:
                 continue
+            changed = True
             if rule.apply is not None:
                 rule.apply(self.facts, m)
             if rule.stage is not None and STAGES.index(rule.stage) > STAGES.index(self.stage):
                 self.stage = rule.stage
-        stripped = _PREFIX.sub("", line.strip(), count=1)
-        known = stripped[:500] in self.facts.errors
-        if _ERROR.match(stripped) and len(self.facts.errors) < MAX_ERRORS and not known:
-            self.facts.errors.append(stripped[:500])
-        return (self.stage, self.facts.model_dump_json()) != before
+        stripped = _PREFIX.sub("", line.strip(), count=1)[:500]
+        if (
+            _ERROR.match(stripped)
+            and len(self.facts.errors) < MAX_ERRORS
+            and stripped not in self.facts.errors
+        ):
+            self.facts.errors.append(stripped)
+            changed = True
+        return changed
 
 
 def split_lines(buffer: bytes) -> tuple[list[str], bytes]:

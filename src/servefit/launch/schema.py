@@ -134,6 +134,9 @@ class RunRecord(_Model):
     preflight: list[Check] = Field(default_factory=list)
     forced: bool = False
     plan_verdict: str | None = None
+    plan_engine: str | None = None  # what the plan used, e.g. "sglang==0.5.9" (for the doctor)
+    plan_gpu: str | None = None  # --gpu as given, or "local"
+    plan_model: str | None = None
     stop_requested: bool = False
     stop: StopInfo | None = None
     leftover_pids: list[int] = Field(

@@ -82,7 +82,8 @@ class _Prober(threading.Thread):
         import httpx
 
         cfg = self.config
-        with httpx.Client() as client:
+        # trust_env=False: the engine is on this machine; an HTTP(S)_PROXY must not carry the probes
+        with httpx.Client(trust_env=False) as client:
             while not self.stop_event.is_set():
                 self.tries += 1
                 result = readiness(
@@ -368,13 +369,15 @@ def prepare_run(
     *,
     extra_env: dict[str, str] | None = None,
     plan: Any | None = None,
+    request: Any | None = None,
     checks: list[Check] | None = None,
     config: SupervisorConfig | None = None,
     forced: bool = False,
     typed: list[str] | None = None,
 ) -> RunDir:
     """A new run directory with everything the supervisor needs: argv.json, env.json,
-    plan.json and the first run record. `launch` is a command.EngineLaunch."""
+    plan.json and the first run record. `launch` is a command.EngineLaunch, `request` the
+    PlanRequest of the plan (when planned)."""
     run = RunDir.create(root)
     env = {**launch.env, **(extra_env or {})}
     if "PYTHONUNBUFFERED" not in os.environ and "PYTHONUNBUFFERED" not in env:
@@ -399,6 +402,11 @@ def prepare_run(
             preflight=list(checks or []),
             forced=forced,
             plan_verdict=plan.verdict if plan is not None else None,
+            plan_engine=(
+                f"{plan.engine.name}=={plan.engine.version}" if plan is not None else None
+            ),
+            plan_gpu=str(request.gpu) if request is not None else None,
+            plan_model=str(request.model) if request is not None else None,
         )
     )
     return run

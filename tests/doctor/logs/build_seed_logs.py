@@ -54,15 +54,32 @@ def server_args(wheel: Path, overrides: dict) -> str:
 def resolved(mem: float, mrr: int, ratio: float) -> dict:
     # ServerArgs.__post_init__ (0.5.9) for the seed command on a 49140 MiB GPU at TP 2
     return {
-        "model_path": MODEL, "tokenizer_path": MODEL, "host": "0.0.0.0", "port": 30000,
-        "mem_fraction_static": mem, "max_running_requests": mrr, "chunked_prefill_size": 4096,
-        "context_length": 32768, "tp_size": 2, "cuda_graph_max_bs": 32,
-        "reasoning_parser": "qwen3", "tool_call_parser": "qwen3_coder",
-        "speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
-        "speculative_num_draft_tokens": 4, "disable_radix_cache": True, "disable_overlap_schedule": True,
-        "mamba_full_memory_ratio": ratio, "mamba_scheduler_strategy": "no_buffer", "page_size": 1,
-        "piecewise_cuda_graph_max_tokens": 4096, "attention_backend": "flashinfer",
-        "sampling_backend": "flashinfer", "device": "cuda", "random_seed": 912345678,
+        "model_path": MODEL,
+        "tokenizer_path": MODEL,
+        "host": "0.0.0.0",
+        "port": 30000,
+        "mem_fraction_static": mem,
+        "max_running_requests": mrr,
+        "chunked_prefill_size": 4096,
+        "context_length": 32768,
+        "tp_size": 2,
+        "cuda_graph_max_bs": 32,
+        "reasoning_parser": "qwen3",
+        "tool_call_parser": "qwen3_coder",
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+        "disable_radix_cache": True,
+        "disable_overlap_schedule": True,
+        "mamba_full_memory_ratio": ratio,
+        "mamba_scheduler_strategy": "no_buffer",
+        "page_size": 1,
+        "piecewise_cuda_graph_max_tokens": 4096,
+        "attention_backend": "flashinfer",
+        "sampling_backend": "flashinfer",
+        "device": "cuda",
+        "random_seed": 912345678,
     }
 
 
@@ -98,11 +115,15 @@ def head(ts: str, wheel: Path, mem: float, mrr: int, ratio: float, explicit_mrr:
         "Qwen3_5ForConditionalGeneration is not supported with radix cache yet.",
     ]
     if not explicit_mrr:
-        out.append("WARNING:sglang.srt.server_args:Max running requests is reset to 48 for speculative decoding. "
-                   "You can override this by explicitly setting --max-running-requests.")
-    out.append("WARNING:sglang.srt.server_args:Overlap scheduler is disabled when spec v2 is off or using "
-               "unsupported speculative algorithm. You can set env SGLANG_ENABLE_SPEC_V2=True to enable the "
-               "experimental overlap scheduler. ")
+        out.append(
+            "WARNING:sglang.srt.server_args:Max running requests is reset to 48 for speculative decoding. "
+            "You can override this by explicitly setting --max-running-requests."
+        )
+    out.append(
+        "WARNING:sglang.srt.server_args:Overlap scheduler is disabled when spec v2 is off or using "
+        "unsupported speculative algorithm. You can set env SGLANG_ENABLE_SPEC_V2=True to enable the "
+        "experimental overlap scheduler. "
+    )
     out.append(f"[{ts}:05] {server_args(wheel, resolved(mem, mrr, ratio))}")
     return out
 
@@ -126,7 +147,9 @@ def fail_085(wheel: Path) -> str:
     lines.append(f"[{ts}:47 TP0] Using KV cache dtype: torch.bfloat16")
     for rank in ("TP0", "TP1"):
         lines.append(f"[{ts}:47 {rank}] Scheduler hit an exception: " + TRACEBACK)
-    lines.append(f"[{ts}:48] Received sigquit from a child process. It usually means the child failed.")
+    lines.append(
+        f"[{ts}:48] Received sigquit from a child process. It usually means the child failed."
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -134,13 +157,28 @@ def serve_088(wheel: Path) -> str:
     sys.path.insert(0, str(HERE.parents[2] / "src"))
     from servefit.plan.planner import PlanRequest, plan
 
-    args = {"tp_size": 2, "context_length": 32768, "speculative_algorithm": "NEXTN", "speculative_num_steps": 3,
-            "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4, "mem_fraction_static": 0.88,
-            "max_running_requests": 16, "mamba_full_memory_ratio": 0.5}
-    p = plan(PlanRequest(model="Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9", args=args,
-                         measured_free_before_gib=min(P.values()), measured_weights_gib=W))
+    args = {
+        "tp_size": 2,
+        "context_length": 32768,
+        "speculative_algorithm": "NEXTN",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+        "mem_fraction_static": 0.88,
+        "max_running_requests": 16,
+        "mamba_full_memory_ratio": 0.5,
+    }
+    p = plan(
+        PlanRequest(
+            model="Qwen/Qwen3.6-27B",
+            gpu="A6000",
+            engine="sglang==0.5.9",
+            args=args,
+            measured_free_before_gib=min(P.values()),
+            measured_weights_gib=W,
+        )
+    )
     assert p.verdict == "ok", p.error
-    pools = {line.split(".")[0]: line for line in p.log_lines}
     mamba = next(x for x in p.log_lines if x.startswith("Mamba Cache"))
     kv = [x for x in p.log_lines if x.startswith("KV Cache")]
     final = next(x for x in p.log_lines if x.startswith("max_total_num_tokens")).replace("≤", "")
@@ -151,7 +189,11 @@ def serve_088(wheel: Path) -> str:
         lines += load(ts, rank, 6)
     lines.append(f"[{ts}:47 TP0] Using KV cache dtype: torch.bfloat16")
     for rank in ("TP0", "TP1"):
-        lines += [f"[{ts}:47 {rank}] {mamba}", f"[{ts}:47 {rank}] {kv[0]}", f"[{ts}:47 {rank}] {pool_end}"]
+        lines += [
+            f"[{ts}:47 {rank}] {mamba}",
+            f"[{ts}:47 {rank}] {kv[0]}",
+            f"[{ts}:47 {rank}] {pool_end}",
+        ]
     free = float(pool_end.split("=")[1].split()[0])
     lines += [
         f"[{ts}:48 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem={free - 0.31:.2f} GB",
@@ -178,10 +220,10 @@ def serve_088(wheel: Path) -> str:
         "[2026-04-20 10:42:11] INFO:     Waiting for application startup.",
         "[2026-04-20 10:42:11] INFO:     Application startup complete.",
         "[2026-04-20 10:42:11] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
-        "[2026-04-20 10:42:12] INFO:     127.0.0.1:40218 - \"GET /get_model_info HTTP/1.1\" 200 OK",
+        '[2026-04-20 10:42:12] INFO:     127.0.0.1:40218 - "GET /get_model_info HTTP/1.1" 200 OK',
         "[2026-04-20 10:42:12 TP0] Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, full token usage: 0.00, "
         "mamba usage: 0.06, #running-req: 0, #queue-req: 0, input throughput (token/s): 0.00, cuda graph: False",
-        "[2026-04-20 10:42:14] INFO:     127.0.0.1:40224 - \"POST /generate HTTP/1.1\" 200 OK",
+        '[2026-04-20 10:42:14] INFO:     127.0.0.1:40224 - "POST /generate HTTP/1.1" 200 OK',
         "[2026-04-20 10:42:14] The server is fired up and ready to roll!",
         "[2026-04-20 10:44:37 TP0] Prefill batch, #new-seq: 1, #new-token: 42, #cached-token: 0, full token usage: 0.00, "
         "mamba usage: 0.06, #running-req: 0, #queue-req: 0, input throughput (token/s): 0.36, cuda graph: False",
@@ -196,7 +238,9 @@ def serve_088(wheel: Path) -> str:
             f"mamba num: 1, mamba usage: 0.06, accept len: 4.00, accept rate: 1.00, cuda graph: True, "
             f"gen throughput (token/s): {62.31 - (i % 3) * 0.4:.2f}, #queue-req: 0"
         )
-    lines.append("[2026-04-20 10:45:10] INFO:     10.1.230.5:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK")
+    lines.append(
+        '[2026-04-20 10:45:10] INFO:     10.1.230.5:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -53,7 +53,11 @@ def parallel_sizes(args: dict[str, Any]) -> tuple[int, int, int, int]:
             raise ArgumentError(f"{flag} must be a positive integer, got {val!r}")
         return val
 
-    tp, pp, dp = get("tensor_parallel_size"), get("pipeline_parallel_size"), get("data_parallel_size")
+    tp, pp, dp = (
+        get("tensor_parallel_size"),
+        get("pipeline_parallel_size"),
+        get("data_parallel_size"),
+    )
     ep = tp * dp if args.get("enable_expert_parallel") else 1
     return tp, pp, dp, ep
 
@@ -131,7 +135,9 @@ class StateTensor:
         return math.prod(self.shape) * DTYPE_BYTES[self.dtype]
 
 
-def gdn_state(layer: Any, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str) -> tuple[StateTensor, ...]:
+def gdn_state(
+    layer: Any, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str
+) -> tuple[StateTensor, ...]:
     """mamba_utils.py:MambaStateShapeCalculator.gated_delta_net_state_shape (SD layout):
     conv (K - 1 + num_spec, conv_dim / tp), temporal (num_v_heads / tp, head_v, head_k)."""
     conv_dim = layer.state_size * layer.n_groups * 2 + layer.head_dim * layer.num_heads
@@ -140,7 +146,9 @@ def gdn_state(layer: Any, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: st
     return StateTensor(conv, conv_dtype), StateTensor(temporal, ssm_dtype)
 
 
-def mamba2_state(layer: Any, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str) -> tuple[StateTensor, ...]:
+def mamba2_state(
+    layer: Any, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str
+) -> tuple[StateTensor, ...]:
     """mamba_utils.py:MambaStateShapeCalculator.mamba2_state_shape; n_groups gets
     extra_groups_for_head_shards (tp - n_groups when n_groups % tp != 0)."""
     n_groups = layer.n_groups
@@ -215,8 +223,12 @@ def group_layers(attention_layers: int, mamba_layers: int) -> Grouping:
                 f"Add {pad} padding layers, may waste at most {pad / count * 100:.2f}% KV cache memory"
             )
     return Grouping(
-        size, cdiv(attention_layers, size), cdiv(mamba_layers, size), attention_layers,
-        mamba_layers, tuple(logs),
+        size,
+        cdiv(attention_layers, size),
+        cdiv(mamba_layers, size),
+        attention_layers,
+        mamba_layers,
+        tuple(logs),
     )
 
 

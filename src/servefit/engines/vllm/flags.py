@@ -133,7 +133,11 @@ def _convert(flag: VllmFlag, raw: str, kind: str) -> Any:
         return None
     parser = flag.value_parser
     if parser == "human_readable_int_or_auto":
-        return -1 if raw.strip() in ("-1",) or raw.strip().lower() == "auto" else human_readable_int(raw)
+        return (
+            -1
+            if raw.strip() in ("-1",) or raw.strip().lower() == "auto"
+            else human_readable_int(raw)
+        )
     if parser == "human_readable_int":
         return human_readable_int(raw)
     if parser == "lower_underscore":  # `lambda s: s.lower().replace("-", "_")`
@@ -285,8 +289,11 @@ def parse_argv(flags: tuple[VllmFlag, ...], argv: list[str]) -> ParsedArgs:
                 values[flag.dest] = flag.const
                 result.given[flag.dest] = canonical
             else:
-                errors.append(f"argument {canonical}: expected at least one argument"
-                              if flag.kind == "list" else f"argument {canonical}: expected one argument")
+                errors.append(
+                    f"argument {canonical}: expected at least one argument"
+                    if flag.kind == "list"
+                    else f"argument {canonical}: expected one argument"
+                )
             continue
         kind = (flag.item_kind or "str") if flag.kind == "list" else flag.kind
         converted: list[Any] = []

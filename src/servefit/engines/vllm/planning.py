@@ -20,9 +20,7 @@ Mirrors (the same in 0.24.0 and 0.33.0 unless the rules say otherwise):
 from __future__ import annotations
 
 import math
-from typing import Any
-
-from typing import Protocol
+from typing import Any, Protocol
 
 from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.vllm import common, profiling
@@ -59,7 +57,10 @@ def blocks_per_request(v: dict[str, Any], layout: Any, max_len: int) -> int:
 
 
 def size(
-    model: ModelSpec, gpus: GPUSet, resolved: ResolvedArgs, memory: MemoryInputs,
+    model: ModelSpec,
+    gpus: GPUSet,
+    resolved: ResolvedArgs,
+    memory: MemoryInputs,
     rules: PlanningRules,
 ) -> Sizing:
     v = resolved.values
@@ -95,8 +96,10 @@ def size(
     if free_b < requested:
         error = common.free_memory_error(free_b, total_b, util, requested)
         consumer = "memory in use before vLLM starts"
-        detail = (f"{memory.pre_load_free_gib:.2f} GiB free at start-up < {util} x "
-                  f"{memory.total_gib:.2f} GiB requested")
+        detail = (
+            f"{memory.pre_load_free_gib:.2f} GiB free at start-up < {util} x "
+            f"{memory.total_gib:.2f} GiB requested"
+        )
     else:
         if v.get("kv_cache_memory_bytes"):
             available = int(v["kv_cache_memory_bytes"])
@@ -126,30 +129,40 @@ def size(
                 )
         logs += list(layout.grouping.padding_logs)
         if v.get("num_gpu_blocks_override") is not None:
-            logs.append(f"Overriding num_gpu_blocks={max(available, 0) // bpb} with "
-                        f"num_gpu_blocks_override={v['num_gpu_blocks_override']}")
+            logs.append(
+                f"Overriding num_gpu_blocks={max(available, 0) // bpb} with "
+                f"num_gpu_blocks_override={v['num_gpu_blocks_override']}"
+            )
             available = v["num_gpu_blocks_override"] * bpb
         check = available - bpb if rules.NULL_BLOCK_IN_CHECK else available
         if v["_auto_fit_max_model_len"]:  # runs before the checks (get_kv_cache_configs)
             fit = common.estimate_max_model_len(needed, check, mml)
             if fit <= 0:
-                error = ("ValueError: Cannot auto-fit max_model_len: not enough GPU memory available "
-                         "to serve even a single token. Try increasing `gpu_memory_utilization`.")
+                error = (
+                    "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available "
+                    "to serve even a single token. Try increasing `gpu_memory_utilization`."
+                )
             elif fit < mml:
-                logs.append(f"Auto-fit max_model_len: reduced from {mml} to {fit} to fit in "
-                            f"available GPU memory ({format_gib(available)} GiB available for KV cache)")
+                logs.append(
+                    f"Auto-fit max_model_len: reduced from {mml} to {fit} to fit in "
+                    f"available GPU memory ({format_gib(available)} GiB available for KV cache)"
+                )
                 mml = v["max_model_len"] = fit
             else:
-                logs.append(f"Auto-fit max_model_len: full model context length {mml} fits in "
-                            "available GPU memory")
+                logs.append(
+                    f"Auto-fit max_model_len: full model context length {mml} fits in "
+                    "available GPU memory"
+                )
         if error is None and check <= 0:
             error = common.NO_MEMORY
         elif error is None and needed(mml) > check:
             est = common.estimate_max_model_len(needed, check, mml)
             error = common.max_seq_len_error(mml, needed(mml), check, est)
             consumer = "KV cache of one request at max_model_len"
-            detail = (f"{needed(mml) / GiB:.2f} GiB for one {mml:,}-token request > "
-                      f"{check / GiB:.2f} GiB available; longest that fits: {est:,} tokens")
+            detail = (
+                f"{needed(mml) / GiB:.2f} GiB for one {mml:,}-token request > "
+                f"{check / GiB:.2f} GiB available; longest that fits: {est:,} tokens"
+            )
         if error == common.NO_MEMORY or (error and consumer is None and "auto-fit" in error):
             consumer, detail = _largest_consumer(nonkv, cg_on, requested)
     per_req = blocks_per_request(v, layout, mml)
@@ -166,12 +179,31 @@ def size(
         if model.is_hybrid and full_graphs and v["max_num_seqs"] > num_blocks:
             error = common.mamba_blocks_error(v["max_num_seqs"], num_blocks)
             consumer = "max_num_seqs above the Mamba cache blocks"
-            detail = (f"FULL decode CUDA graphs need one Mamba block per sequence: max_num_seqs "
-                      f"{v['max_num_seqs']} > {num_blocks} blocks of {bpb / (1 << 20):.1f} MiB")
+            detail = (
+                f"FULL decode CUDA graphs need one Mamba block per sequence: max_num_seqs "
+                f"{v['max_num_seqs']} > {num_blocks} blocks of {bpb / (1 << 20):.1f} MiB"
+            )
     if error:
         logs.append(error)
-    return _sizing(model, v, memory, layout, nonkv, cg_on, requested, available, num_blocks,
-                   per_req, concurrency, tokens, logs, warnings, error, consumer, detail)
+    return _sizing(
+        model,
+        v,
+        memory,
+        layout,
+        nonkv,
+        cg_on,
+        requested,
+        available,
+        num_blocks,
+        per_req,
+        concurrency,
+        tokens,
+        logs,
+        warnings,
+        error,
+        consumer,
+        detail,
+    )
 
 
 def _graph_logs(v: dict[str, Any], nonkv: profiling.NonKV) -> list[str]:
@@ -184,8 +216,10 @@ def _graph_logs(v: dict[str, Any], nonkv: profiling.NonKV) -> list[str]:
         parts.append(f"PIECEWISE={graphs['PIECEWISE']} (largest={v['_piecewise_largest']})")
     if graphs.get("FULL"):
         parts.append(f"FULL={graphs['FULL']} (largest={v['_full_largest']})")
-    return [f"Profiling CUDA graph memory: {', '.join(parts)}",
-            f"Estimated CUDA graph memory: {nonkv.cudagraph:.2f} GiB total"]
+    return [
+        f"Profiling CUDA graph memory: {', '.join(parts)}",
+        f"Estimated CUDA graph memory: {nonkv.cudagraph:.2f} GiB total",
+    ]
 
 
 def _largest_consumer(nonkv: profiling.NonKV, cg_on: bool, requested: int) -> tuple[str, str]:
@@ -195,20 +229,48 @@ def _largest_consumer(nonkv: profiling.NonKV, cg_on: bool, requested: int) -> tu
         "CUDA-graph memory estimate": nonkv.cudagraph if cg_on else 0.0,
     }
     name = max(parts, key=lambda k: parts[k])
-    return name, (f"{name} takes {parts[name]:.2f} GiB of the {requested / GiB:.2f} GiB budget "
-                  f"(non-KV total {nonkv.total(cg_on):.2f} GiB)")
+    return name, (
+        f"{name} takes {parts[name]:.2f} GiB of the {requested / GiB:.2f} GiB budget "
+        f"(non-KV total {nonkv.total(cg_on):.2f} GiB)"
+    )
 
 
-def _sizing(model, v, memory, layout, nonkv, cg_on, requested, available, num_blocks, per_req,
-            concurrency, tokens, logs, warnings, error, consumer, detail) -> Sizing:
+def _sizing(
+    model,
+    v,
+    memory,
+    layout,
+    nonkv,
+    cg_on,
+    requested,
+    available,
+    num_blocks,
+    per_req,
+    concurrency,
+    tokens,
+    logs,
+    warnings,
+    error,
+    consumer,
+    detail,
+) -> Sizing:
     g = layout.grouping
     bpb = layout.bytes_per_block
     pool = num_blocks * bpb
-    attn_share = (g.attention_groups * cdiv(v["max_model_len"], layout.block_size)) / per_req if per_req else 1.0
+    attn_share = (
+        (g.attention_groups * cdiv(v["max_model_len"], layout.block_size)) / per_req
+        if per_req
+        else 1.0
+    )
     mamba_share = 1.0 - attn_share if g.mamba_groups else 0.0
     loaded = memory.weights_gib + memory.draft_weights_gib
-    free_after = memory.pre_load_free_gib - loaded - pool / GiB - nonkv.non_torch - (
-        nonkv.cudagraph if v["_graphs"] else 0.0)
+    free_after = (
+        memory.pre_load_free_gib
+        - loaded
+        - pool / GiB
+        - nonkv.non_torch
+        - (nonkv.cudagraph if v["_graphs"] else 0.0)
+    )
     per_rank = PerRank(
         total_gib=memory.total_gib,
         pre_load_free_gib=memory.pre_load_free_gib,
@@ -229,7 +291,9 @@ def _sizing(model, v, memory, layout, nonkv, cg_on, requested, available, num_bl
             "align": f"mode align (prefix caching): 2 + {k} speculative block(s) per Mamba group",
             "all": f"mode all (prefix caching): a state every {layout.mamba_block_size} tokens",
         }[v["mamba_cache_mode"]]
-        sizing += f"; {g.mamba_groups} Mamba group(s) x {per}, {g.attention_groups} attention group(s)"
+        sizing += (
+            f"; {g.mamba_groups} Mamba group(s) x {per}, {g.attention_groups} attention group(s)"
+        )
     pools = Pools(
         budget_gib=available / GiB,
         kv_budget_gib=available / GiB,
@@ -254,17 +318,28 @@ def _sizing(model, v, memory, layout, nonkv, cg_on, requested, available, num_bl
     )
     consumers = [
         Consumer(name="weights", gib=loaded, formula="Model loading took (target + MTP layers)"),
-        Consumer(name=f"activation peak ({nonkv.activation_phase})", gib=nonkv.activation,
-                 formula=(f"max(sampler {nonkv.sampler:.2f}, forward {nonkv.forward:.2f}, "
-                          f"encoder {nonkv.encoder:.2f}) GiB; fitted model"),
-                 flags=["--max-num-seqs", "--max-num-batched-tokens", "--limit-mm-per-prompt"]),
+        Consumer(
+            name=f"activation peak ({nonkv.activation_phase})",
+            gib=nonkv.activation,
+            formula=(
+                f"max(sampler {nonkv.sampler:.2f}, forward {nonkv.forward:.2f}, "
+                f"encoder {nonkv.encoder:.2f}) GiB; fitted model"
+            ),
+            flags=["--max-num-seqs", "--max-num-batched-tokens", "--limit-mm-per-prompt"],
+        ),
         Consumer(name="non-torch memory", gib=nonkv.non_torch, formula="fitted constant"),
-        Consumer(name="CUDA-graph estimate", gib=nonkv.cudagraph if cg_on else 0.0,
-                 formula="first capture + 1 MiB per further graph; subtracted since 0.21",
-                 flags=["--enforce-eager", "--max-cudagraph-capture-size"]),
-        Consumer(name="KV cache pool", gib=pool / GiB,
-                 formula=f"{num_blocks} blocks x {bpb:,} B ({g.group_size} layers x {layout.page_bytes:,} B)",
-                 flags=["--gpu-memory-utilization", "--max-model-len", "--kv-cache-dtype"]),
+        Consumer(
+            name="CUDA-graph estimate",
+            gib=nonkv.cudagraph if cg_on else 0.0,
+            formula="first capture + 1 MiB per further graph; subtracted since 0.21",
+            flags=["--enforce-eager", "--max-cudagraph-capture-size"],
+        ),
+        Consumer(
+            name="KV cache pool",
+            gib=pool / GiB,
+            formula=f"{num_blocks} blocks x {bpb:,} B ({g.group_size} layers x {layout.page_bytes:,} B)",
+            flags=["--gpu-memory-utilization", "--max-model-len", "--kv-cache-dtype"],
+        ),
     ]
     return Sizing(
         pools=pools,
@@ -275,7 +350,11 @@ def _sizing(model, v, memory, layout, nonkv, cg_on, requested, available, num_bl
         consumers=tuple(consumers),
         log_lines=tuple(logs),
         warnings=tuple(warnings),
-        extra={"requested_gib": requested / GiB, "bytes_per_block": bpb,
-               "blocks_per_request": per_req, "non_kv_gib": nonkv.total(cg_on),
-               "activation_phase": nonkv.activation_phase},
+        extra={
+            "requested_gib": requested / GiB,
+            "bytes_per_block": bpb,
+            "blocks_per_request": per_req,
+            "non_kv_gib": nonkv.total(cg_on),
+            "activation_phase": nonkv.activation_phase,
+        },
     )

@@ -30,14 +30,14 @@ from servefit.model.spec import ModelSpec
 GiB = 1 << 30
 MiB = 1 << 20
 
-# Fitted (docs/engines/vllm-0.24.0.md, "Non-KV memory"):
+# Fitted by tools/fit_vllm_profile.py (docs/engines/vllm-0.24.0.md, "Non-KV memory"):
 # vllm_qwen3next_80b_instruct_2xh200_tp2_v0102 (1024 seqs x 151,936 vocab, no graph estimate) and
 # vllm_qwen38_27b_offline_1xa100_v028 (256 seqs x 248,320 vocab) fix the sampler slope and the
 # non-torch constant; vllm_qwen36_35b_a3b_nvfp4_1x5090_club612 (1 seq: the encoder dominates)
 # fixes the encoder scale.
-SAMPLER_BYTES_PER_LOGIT = 46.0
-NON_TORCH_GIB = 0.08
-ENCODER_SCALE = 1.40
+SAMPLER_BYTES_PER_LOGIT = 47.3
+NON_TORCH_GIB = 0.094
+ENCODER_SCALE = 1.393
 # vllm_qwen36_35b_a3b_nvfp4_wsl_v020: "Estimated CUDA graph memory: 0.36 GiB total" for one
 # PIECEWISE and one FULL graph of one token.
 CUDAGRAPH_FIRST_GIB = 0.36

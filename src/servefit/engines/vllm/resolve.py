@@ -64,12 +64,18 @@ class Rules(Protocol):
     def derived_max_model_len(self, model: ModelSpec) -> tuple[int, str | None]: ...
     def batch_defaults(self, gpus: GPUSet) -> tuple[int, int, str]: ...
     def prefix_caching_default(self, model: ModelSpec) -> tuple[bool, str]: ...
-    def mamba_cache_mode(self, model: ModelSpec, v: dict[str, Any], logs: list[str],
-                         changes: list[Change]) -> str: ...
-    def mamba_state(self, model: ModelSpec, tp: int, num_spec: int, conv_dtype: str,
-                    ssm_dtype: str) -> tuple[common.StateTensor, ...]: ...
-    def block_alignment(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> tuple[int, int]: ...
-    def mamba_blocks_per_request(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> int: ...
+    def mamba_cache_mode(
+        self, model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change]
+    ) -> str: ...
+    def mamba_state(
+        self, model: ModelSpec, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str
+    ) -> tuple[common.StateTensor, ...]: ...
+    def block_alignment(
+        self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]
+    ) -> tuple[int, int]: ...
+    def mamba_blocks_per_request(
+        self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]
+    ) -> int: ...
     def graph_counts(self, gpus: GPUSet, v: dict[str, Any]) -> dict[str, int]: ...
 
 
@@ -169,13 +175,25 @@ def resolve(
         if not v["enable_chunked_prefill"]:
             t = max(mml, t)
         t = min((v.get("max_num_seqs") or seqs_default * twice) * mml, t)
-        changes.append(Change(arg="max_num_batched_tokens", old=None, new=t,
-                              reason=f"get_batch_defaults for vllm serve: {why}"))
+        changes.append(
+            Change(
+                arg="max_num_batched_tokens",
+                old=None,
+                new=t,
+                reason=f"get_batch_defaults for vllm serve: {why}",
+            )
+        )
         v["max_num_batched_tokens"] = t
     if v.get("max_num_seqs") is None:
         s = min(seqs_default * twice, v["max_num_batched_tokens"])
-        changes.append(Change(arg="max_num_seqs", old=None, new=s,
-                              reason=f"get_batch_defaults for vllm serve: {why}"))
+        changes.append(
+            Change(
+                arg="max_num_seqs",
+                old=None,
+                new=s,
+                reason=f"get_batch_defaults for vllm serve: {why}",
+            )
+        )
         v["max_num_seqs"] = s
     for name in ("max_num_seqs", "max_num_batched_tokens"):
         if v[name] < 1:
@@ -224,8 +242,10 @@ def resolve(
     flag = env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1").strip()
     v["_estimate_cudagraphs"] = flag not in ("0", "")
     if pp > 1:
-        warnings.append("pipeline parallel: every stage is charged the most loaded stage's "
-                        "weights and the sampler's activation peak")
+        warnings.append(
+            "pipeline parallel: every stage is charged the most loaded stage's "
+            "weights and the sampler's activation peak"
+        )
 
     layout = _layout(model, gpus, v, changes, rules)
     v["_layout"] = layout
@@ -233,10 +253,17 @@ def resolve(
     if layout.block_log:
         logs.append(layout.block_log)
     if layout.padding_pct is not None:
-        logs.append(f"Padding mamba page size by {layout.padding_pct:.2f}% to ensure that mamba "
-                    "page size and attention page size are exactly equal.")
-    return ResolvedArgs(values=v, changes=tuple(changes), warnings=tuple(warnings),
-                        log_lines=tuple(logs), env=dict(env))
+        logs.append(
+            f"Padding mamba page size by {layout.padding_pct:.2f}% to ensure that mamba "
+            "page size and attention page size are exactly equal."
+        )
+    return ResolvedArgs(
+        values=v,
+        changes=tuple(changes),
+        warnings=tuple(warnings),
+        log_lines=tuple(logs),
+        env=dict(env),
+    )
 
 
 def _speculative(model: ModelSpec, v: dict[str, Any], warnings: list[str]) -> None:
@@ -259,20 +286,27 @@ def _speculative(model: ModelSpec, v: dict[str, Any], warnings: list[str]) -> No
         v["_spec_method"] = "ngram" if method in _NO_DRAFT_METHODS else method
         k = spec.get("num_speculative_tokens")
         if k is None:
-            raise ArgumentError(f"--speculative-config method {method!r} needs num_speculative_tokens")
+            raise ArgumentError(
+                f"--speculative-config method {method!r} needs num_speculative_tokens"
+            )
         if method not in _NO_DRAFT_METHODS:
-            warnings.append(f"the {method} draft model's config is not read: its weights and KV "
-                            "layers are not counted")
+            warnings.append(
+                f"the {method} draft model's config is not read: its weights and KV "
+                "layers are not counted"
+            )
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ArgumentError(f"num_speculative_tokens must be a positive integer, got {k!r}")
     v["num_speculative_tokens"] = k
 
 
-def _dtypes(model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change],
-            rules: Rules) -> None:
+def _dtypes(
+    model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change], rules: Rules
+) -> None:
     flag = v.get("kv_cache_dtype") or "auto"
     if flag not in KV_DTYPES:
-        raise ArgumentError(f"servefit does not size --kv-cache-dtype {flag} for vLLM {rules.VERSION}")
+        raise ArgumentError(
+            f"servefit does not size --kv-cache-dtype {flag} for vLLM {rules.VERSION}"
+        )
     # resolve_kv_cache_dtype_string: "auto" takes the checkpoint's kv_cache_quant_algo ("fp8"),
     # then kv_cache_dtype_str_to_dtype: "auto" is the model dtype.
     if flag == "auto":
@@ -285,22 +319,39 @@ def _dtypes(model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[
     ssm = v.get("mamba_ssm_cache_dtype") or "auto"
     if model.is_hybrid and ssm == "auto":
         cfg = model.text_config or model.raw_config
-        if model.architecture in ("Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"):
+        if model.architecture in (
+            "Qwen3_5ForConditionalGeneration",
+            "Qwen3_5MoeForConditionalGeneration",
+        ):
             if model.mamba_ssm_dtype:
                 ssm = model.mamba_ssm_dtype
-                changes.append(Change(arg="mamba_ssm_cache_dtype", old="auto", new=ssm,
-                                      reason="Qwen3.5: the config's mamba_ssm_dtype"))
+                changes.append(
+                    Change(
+                        arg="mamba_ssm_cache_dtype",
+                        old="auto",
+                        new=ssm,
+                        reason="Qwen3.5: the config's mamba_ssm_dtype",
+                    )
+                )
         elif model.architecture == "NemotronHForCausalLM":
             ssm = cfg.get("mamba_ssm_cache_dtype") or "float32"
             log = f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model"
             logs.append(log)
-            changes.append(Change(arg="mamba_ssm_cache_dtype", old="auto", new=ssm, log=log,
-                                  reason="NemotronH: the config's mamba_ssm_cache_dtype, else float32"))
+            changes.append(
+                Change(
+                    arg="mamba_ssm_cache_dtype",
+                    old="auto",
+                    new=ssm,
+                    log=log,
+                    reason="NemotronH: the config's mamba_ssm_cache_dtype, else float32",
+                )
+            )
     v["mamba_ssm_cache_dtype"] = ssm  # "auto": the conv dtype (KDA: float32), per the rules
 
 
-def _layout(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], changes: list[Change],
-            rules: Rules) -> KVLayout:
+def _layout(
+    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], changes: list[Change], rules: Rules
+) -> KVLayout:
     tp = v["tensor_parallel_size"]
     a1 = common.attention_bytes_per_token(model, tp, common.DTYPE_BYTES[v["_kv_dtype"]])
     attn_layers = len(model.attention_layer_ids) + v["_draft_attention_layers"]
@@ -310,8 +361,9 @@ def _layout(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], changes: list[Cha
         v["block_size"] = block
         grouping = common.group_layers(attn_layers, 0)
         return KVLayout(a1, block, block * a1, 0, 0, 0, None, None, grouping, 0, None)
-    states = rules.mamba_state(model, tp, v["num_speculative_tokens"], v["mamba_cache_dtype"],
-                               v["mamba_ssm_cache_dtype"])
+    states = rules.mamba_state(
+        model, tp, v["num_speculative_tokens"], v["mamba_cache_dtype"], v["mamba_ssm_cache_dtype"]
+    )
     mamba_page = sum(s.nbytes for s in states)
     conv_b = states[0].nbytes if len(states) > 1 else mamba_page
     ssm_b = sum(s.nbytes for s in states[1:])
@@ -328,11 +380,20 @@ def _layout(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], changes: list[Cha
         attn_block = common.attention_block_size(mamba_page, a1, align)
     block_log = None
     if block < attn_block:
-        block_log = (f"Setting attention block size to {attn_block} tokens to ensure that "
-                     "attention page size is >= mamba page size.")
-        changes.append(Change(arg="block_size", old=block, new=attn_block, log=block_log,
-                              reason="hybrid model: one attention page must hold one Mamba state "
-                              "page (_align_hybrid_block_size)"))
+        block_log = (
+            f"Setting attention block size to {attn_block} tokens to ensure that "
+            "attention page size is >= mamba page size."
+        )
+        changes.append(
+            Change(
+                arg="block_size",
+                old=block,
+                new=attn_block,
+                log=block_log,
+                reason="hybrid model: one attention page must hold one Mamba state "
+                "page (_align_hybrid_block_size)",
+            )
+        )
         block = attn_block
     if v["mamba_cache_mode"] == "align":
         v["mamba_block_size"] = block
@@ -340,5 +401,16 @@ def _layout(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], changes: list[Cha
     page = block * a1
     pad = 100 * (page - mamba_page) / mamba_page if page != mamba_page else None
     grouping = common.group_layers(attn_layers, len(model.recurrent_layer_ids))
-    return KVLayout(a1, block, page, mamba_page, conv_b, ssm_b, pad, block_log, grouping,
-                    rules.mamba_blocks_per_request(model, gpus, v), v.get("mamba_block_size"))
+    return KVLayout(
+        a1,
+        block,
+        page,
+        mamba_page,
+        conv_b,
+        ssm_b,
+        pad,
+        block_log,
+        grouping,
+        rules.mamba_blocks_per_request(model, gpus, v),
+        v.get("mamba_block_size"),
+    )

@@ -32,6 +32,7 @@ class VerifyOptions:
     speed_max_tokens: int = 256
     concurrency: tuple[int, ...] = (1, 4, 8)
     roofline: RooflineInputs | None = None
+    skip: tuple[str, ...] = ()  # check names not to run (e.g. "tools" where no tool is served)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from servefit.verify.checks.base import CheckContext, first_difference, result, show
 from servefit.verify.checks.determinism import EARLY_WORDS
+from servefit.verify.client import Completion, EndpointClient, EndpointError
 from servefit.verify.detectors import tokenize_words
 from servefit.verify.prompts import REFERENCE_SET
 from servefit.verify.result import CheckResult
@@ -23,6 +24,16 @@ def _served(ctx: CheckContext) -> list[str]:
     listing = ctx.reference.get_json("/v1/models")
     data = listing.get("data") if isinstance(listing, dict) else None
     return [str(m.get("id")) for m in data or [] if isinstance(m, dict)]
+
+
+def _chat(client: EndpointClient, body: dict) -> Completion:
+    """With logprobs (for tokens) when the server takes them, else plain text."""
+    try:
+        return client.chat(body)
+    except EndpointError as exc:
+        if ": HTTP 400:" not in exc.reason:
+            raise
+        return client.chat({k: v for k, v in body.items() if k != "logprobs"})
 
 
 def run(ctx: CheckContext) -> CheckResult:
@@ -48,7 +59,7 @@ def run(ctx: CheckContext) -> CheckResult:
         body = ctx.chat_body(
             prompt, max_tokens=ctx.options.short_max_tokens, thinking=False, logprobs=True
         )
-        ours, theirs = ctx.client.chat(body), ctx.reference.chat(body)
+        ours, theirs = _chat(ctx.client, body), _chat(ctx.reference, body)
         if ours.tokens and theirs.tokens:
             a, b, unit = ours.tokens, theirs.tokens, "token"
         else:

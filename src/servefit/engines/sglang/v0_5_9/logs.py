@@ -120,7 +120,11 @@ def consumers(s: Sized, v: dict[str, Any], memory: MemoryInputs) -> list[Consume
         Consumer(
             name="kv cache",
             gib=gib(s.kv_bytes),
-            formula=f"({s.tokens:,} tokens + {v['page_size']} page) x {s.cell:,} B/token",
+            formula=(
+                f"({s.tokens:,} tokens + {v['page_size']} page) x {s.cell:,} B/token"
+                if s.tokens > 0
+                else f"not allocated: {s.rest:.2f} GiB left for it at {s.cell:,} B/token"
+            ),
             flags=["--mem-fraction-static", "--kv-cache-dtype", "--max-total-tokens"],
         )
     )

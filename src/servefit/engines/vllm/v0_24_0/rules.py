@@ -22,10 +22,16 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py:CacheConfig.DEFAULT_BLOCK_SIZE
 # Architectures that declare SupportsMambaPrefixCaching in 0.24.0 (model_executor/models/*.py);
 # with prefix caching on they get Mamba cache mode "all", every other hybrid "align".
-MAMBA_PREFIX_CACHING = frozenset({
-    "NemotronHForCausalLM", "JambaForCausalLM", "Mamba2ForCausalLM", "MambaForCausalLM",
-    "GraniteMoeHybridForCausalLM", "Zamba2ForCausalLM",
-})
+MAMBA_PREFIX_CACHING = frozenset(
+    {
+        "NemotronHForCausalLM",
+        "JambaForCausalLM",
+        "Mamba2ForCausalLM",
+        "MambaForCausalLM",
+        "GraniteMoeHybridForCausalLM",
+        "Zamba2ForCausalLM",
+    }
+)
 # get_mamba_state_shape_from_config passes num_spec (speculative tokens) for these Mamba2 models
 # only (nemotron_h.py, mamba2.py); granitemoehybrid / falcon_h1 / zamba2 do not in 0.24.0.
 _MAMBA2_NUM_SPEC = frozenset({"NemotronHForCausalLM", "Mamba2ForCausalLM"})
@@ -37,9 +43,17 @@ def derived_max_model_len(model: ModelSpec) -> tuple[int, str | None]:
     x factor unless rope_type is su / longrope / llama3; yarn starts from
     original_max_position_embeddings (0.24.0)."""
     cfg = model.text_config or model.raw_config
-    keys = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
-            "model_max_length", "max_target_positions", "max_sequence_length",
-            "max_seq_length", "seq_len")
+    keys = (
+        "max_position_embeddings",
+        "n_positions",
+        "max_seq_len",
+        "seq_length",
+        "model_max_length",
+        "max_target_positions",
+        "max_sequence_length",
+        "max_seq_length",
+        "seq_len",
+    )
     derived: float = float("inf")
     key = None
     for k in keys:
@@ -54,7 +68,7 @@ def derived_max_model_len(model: ModelSpec) -> tuple[int, str | None]:
     if isinstance(rope, dict) and rope and "gemma3" not in model.model_type:
         nested = all(isinstance(x, dict) for x in rope.values())
         factor = 1.0
-        for rp in (rope.values() if nested else [rope]):
+        for rp in rope.values() if nested else [rope]:
             rtype = rp.get("rope_type", rp.get("type", "default"))
             if rtype not in ("su", "longrope", "llama3"):
                 factor = rp.get("factor", factor) or 1.0
@@ -83,35 +97,51 @@ def prefix_caching_default(model: ModelSpec) -> tuple[bool, str]:
     return True, "generative models support prefix caching"
 
 
-def mamba_cache_mode(model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change]) -> str:
+def mamba_cache_mode(
+    model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change]
+) -> str:
     """vllm/model_executor/models/config.py:MambaModelConfig.verify_and_update_config."""
     mode = v.get("mamba_cache_mode") or "none"
     supports_all = model.architecture in MAMBA_PREFIX_CACHING
     if v["enable_prefix_caching"]:
         if mode == "none":
             mode = "all" if supports_all else "align"
-            log = (f"Mamba cache mode is set to '{mode}' for {model.architecture} by default when "
-                   "prefix caching is enabled")
+            log = (
+                f"Mamba cache mode is set to '{mode}' for {model.architecture} by default when "
+                "prefix caching is enabled"
+            )
             logs.append(log)
-            changes.append(Change(arg="mamba_cache_mode", old="none", new=mode, log=log,
-                                  reason="prefix caching is on"))
+            changes.append(
+                Change(
+                    arg="mamba_cache_mode",
+                    old="none",
+                    new=mode,
+                    log=log,
+                    reason="prefix caching is on",
+                )
+            )
         if mode == "all" and not supports_all:
             mode = "align"
-            logs.append("Hybrid or mamba-based model detected without support for prefix caching "
-                        "with Mamba cache 'all' mode: falling back to 'align' mode.")
+            logs.append(
+                "Hybrid or mamba-based model detected without support for prefix caching "
+                "with Mamba cache 'all' mode: falling back to 'align' mode."
+            )
         if mode == "align" and not v["enable_chunked_prefill"]:
             raise ArgumentError("Chunked prefill is required for mamba cache mode 'align'.")
-        logs.append(f"Warning: Prefix caching in Mamba cache '{mode}' mode is currently enabled. "
-                    "Its support for Mamba layers is experimental. Please report any issues you "
-                    "may observe.")
+        logs.append(
+            f"Warning: Prefix caching in Mamba cache '{mode}' mode is currently enabled. "
+            "Its support for Mamba layers is experimental. Please report any issues you "
+            "may observe."
+        )
         return mode
     if mode != "none":
         logs.append("Mamba cache mode is set to 'none' when prefix caching is disabled")
     return "none"
 
 
-def mamba_state(model: ModelSpec, tp: int, num_spec: int, conv_dtype: str,
-                ssm_dtype: str) -> tuple[StateTensor, ...]:
+def mamba_state(
+    model: ModelSpec, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str
+) -> tuple[StateTensor, ...]:
     """get_mamba_state_shape_from_config / _dtype_from_config of the model class, via
     vllm/model_executor/layers/mamba/mamba_utils.py (0.24.0)."""
     layer = model.first_recurrent()
@@ -121,8 +151,10 @@ def mamba_state(model: ModelSpec, tp: int, num_spec: int, conv_dtype: str,
     if isinstance(layer, Mamba2):
         if layer.n_groups == 0:  # Mamba-1 (Jamba): mamba1_state_shape, no num_spec
             inter = common.divide(layer.intermediate_size, tp, "Mamba intermediate size")
-            return (StateTensor((layer.conv_kernel - 1, inter), conv_dtype),
-                    StateTensor((inter, layer.state_size), ssm_dtype))
+            return (
+                StateTensor((layer.conv_kernel - 1, inter), conv_dtype),
+                StateTensor((inter, layer.state_size), ssm_dtype),
+            )
         spec = num_spec if model.architecture in _MAMBA2_NUM_SPEC else 0
         return common.mamba2_state(layer, tp, spec, conv_dtype, ssm_dtype)
     if isinstance(layer, KDA):
@@ -134,7 +166,9 @@ def mamba_state(model: ModelSpec, tp: int, num_spec: int, conv_dtype: str,
     if isinstance(layer, ShortConv):
         # lfm2.py passes conv_dim, lfm2_moe.py hidden_size; short_conv_state_shape, no num_spec
         cfg = model.text_config or model.raw_config
-        dim = int((cfg.get("conv_dim") if model.model_type == "lfm2" else None) or layer.hidden_size)
+        dim = int(
+            (cfg.get("conv_dim") if model.model_type == "lfm2" else None) or layer.hidden_size
+        )
         return (StateTensor((layer.l_cache - 1, common.divide(dim, tp, "conv dim")), conv_dtype),)
     kind = layer.kind if layer is not None else "this model"
     raise UnsupportedModelError(f"{model.name}: vLLM {VERSION} has no Mamba state for {kind}")
@@ -147,7 +181,11 @@ def block_alignment(model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> tuple[
     FLASHINFER_MLA, the MLA default on SM10x, supports [32, 64]. The alignment is
     max(that minimum, cache_config.block_size)."""
     cap = capability(gpus.gpu)
-    smallest = 32 if isinstance(model.first_attention(), MLA) and cap and cap[0] == 10 else DEFAULT_BLOCK_SIZE
+    smallest = (
+        32
+        if isinstance(model.first_attention(), MLA) and cap and cap[0] == 10
+        else DEFAULT_BLOCK_SIZE
+    )
     block = v.get("block_size") or smallest
     return block, max(smallest, block)
 
@@ -174,7 +212,8 @@ def graph_counts(gpus: GPUSet, v: dict[str, Any]) -> dict[str, int]:
     if q > 1 and mode in ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "FULL") and sizes:
         top = sizes[-1]
         sizes = sorted({cdiv(s, q) * q for s in sizes if cdiv(s, q) * q <= top}) or (
-            [q] if q <= top else [])
+            [q] if q <= top else []
+        )
     out: dict[str, int] = {}
     if mode in ("PIECEWISE", "FULL_AND_PIECEWISE") and sizes:
         out["PIECEWISE"] = len(sizes)

@@ -34,9 +34,17 @@ def derived_max_model_len(model: ModelSpec) -> tuple[int, str | None]:
     unless rope_type is su / longrope / llama3 / yarn / deepseek_yarn / deepseek_llama_scaling
     (YaRN's max_position_embeddings is already scaled)."""
     cfg = model.text_config or model.raw_config
-    keys = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
-            "model_max_length", "max_target_positions", "max_sequence_length",
-            "max_seq_length", "seq_len")
+    keys = (
+        "max_position_embeddings",
+        "n_positions",
+        "max_seq_len",
+        "seq_length",
+        "model_max_length",
+        "max_target_positions",
+        "max_sequence_length",
+        "max_seq_length",
+        "seq_len",
+    )
     derived: float = float("inf")
     key = None
     for k in keys:
@@ -52,7 +60,7 @@ def derived_max_model_len(model: ModelSpec) -> tuple[int, str | None]:
     if isinstance(rope, dict) and rope and "gemma3" not in model.model_type:
         nested = all(isinstance(x, dict) for x in rope.values())
         factor = 1.0
-        for rp in (rope.values() if nested else [rope]):
+        for rp in rope.values() if nested else [rope]:
             if rp.get("rope_type", rp.get("type", "default")) not in unscaled:
                 factor = rp.get("factor", factor) or 1.0
         derived *= factor
@@ -80,7 +88,9 @@ def prefix_caching_default(model: ModelSpec) -> tuple[bool, str]:
     return True, "generative models support prefix caching"
 
 
-def mamba_cache_mode(model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change]) -> str:
+def mamba_cache_mode(
+    model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change]
+) -> str:
     """vllm/model_executor/models/config.py:MambaModelConfig.verify_and_update_config: "align"
     with prefix caching, "none" without; --mamba-cache-mode is deprecated and ignored."""
     if v.get("mamba_cache_mode") is not None:
@@ -88,17 +98,27 @@ def mamba_cache_mode(model: ModelSpec, v: dict[str, Any], logs: list[str], chang
     if v["enable_prefix_caching"]:
         if not v["enable_chunked_prefill"]:
             raise ArgumentError("Chunked prefill is required for Mamba prefix caching.")
-        log = (f"Mamba cache mode is set to 'align' for {model.architecture} by default when "
-               "prefix caching is enabled")
+        log = (
+            f"Mamba cache mode is set to 'align' for {model.architecture} by default when "
+            "prefix caching is enabled"
+        )
         logs.append(log)
-        changes.append(Change(arg="mamba_cache_mode", old="none", new="align", log=log,
-                              reason="prefix caching is on"))
+        changes.append(
+            Change(
+                arg="mamba_cache_mode",
+                old="none",
+                new="align",
+                log=log,
+                reason="prefix caching is on",
+            )
+        )
         return "align"
     return "none"
 
 
-def mamba_state(model: ModelSpec, tp: int, num_spec: int, conv_dtype: str,
-                ssm_dtype: str) -> tuple[StateTensor, ...]:
+def mamba_state(
+    model: ModelSpec, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str
+) -> tuple[StateTensor, ...]:
     """get_mamba_state_shape_from_config / _dtype_from_config (0.33.0 mamba_utils.py): every
     Mamba2 family now passes num_spec; KDA's conv state gets num_spec and its recurrent state
     is float32 unless --mamba-ssm-cache-dtype says bfloat16/float32 (kda_state_dtype)."""
@@ -107,24 +127,31 @@ def mamba_state(model: ModelSpec, tp: int, num_spec: int, conv_dtype: str,
         dim = common.divide(3 * layer.num_heads * layer.head_dim, tp, "KDA conv dim")
         rec = (common.divide(layer.num_heads, tp, "KDA heads"), layer.head_dim, layer.head_dim)
         if ssm_dtype not in ("auto", "float32", "bfloat16"):
-            raise ArgumentError("KDA recurrent state supports only auto, float32, and bfloat16; "
-                                f"got {ssm_dtype}")
+            raise ArgumentError(
+                f"KDA recurrent state supports only auto, float32, and bfloat16; got {ssm_dtype}"
+            )
         rec_dtype = "float32" if ssm_dtype == "auto" else ssm_dtype
-        return (StateTensor((layer.conv_kernel - 1 + num_spec, dim), conv_dtype),
-                StateTensor(rec, rec_dtype))
+        return (
+            StateTensor((layer.conv_kernel - 1 + num_spec, dim), conv_dtype),
+            StateTensor(rec, rec_dtype),
+        )
     ssm_dtype = conv_dtype if ssm_dtype == "auto" else ssm_dtype  # _mamba_state_dtype
     if isinstance(layer, GatedDeltaNet):
         return common.gdn_state(layer, tp, num_spec, conv_dtype, ssm_dtype)
     if isinstance(layer, Mamba2):
         if layer.n_groups == 0:  # Mamba-1 (Jamba): mamba1_state_shape, no num_spec
             inter = common.divide(layer.intermediate_size, tp, "Mamba intermediate size")
-            return (StateTensor((layer.conv_kernel - 1, inter), conv_dtype),
-                    StateTensor((inter, layer.state_size), ssm_dtype))
+            return (
+                StateTensor((layer.conv_kernel - 1, inter), conv_dtype),
+                StateTensor((inter, layer.state_size), ssm_dtype),
+            )
         return common.mamba2_state(layer, tp, num_spec, conv_dtype, ssm_dtype)
     if isinstance(layer, ShortConv):
         # lfm2.py passes conv_dim, lfm2_moe.py hidden_size; neither passes num_spec
         cfg = model.text_config or model.raw_config
-        dim = int((cfg.get("conv_dim") if model.model_type == "lfm2" else None) or layer.hidden_size)
+        dim = int(
+            (cfg.get("conv_dim") if model.model_type == "lfm2" else None) or layer.hidden_size
+        )
         return (StateTensor((layer.l_cache - 1, common.divide(dim, tp, "conv dim")), conv_dtype),)
     kind = layer.kind if layer is not None else "this model"
     raise UnsupportedModelError(f"{model.name}: vLLM {VERSION} has no Mamba state for {kind}")

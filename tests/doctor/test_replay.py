@@ -1,0 +1,65 @@
+"""Replay on a real log (shared/ground-truth H100 case) and the >1 % gap flag."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from servefit import catalog
+from servefit.doctor.diagnose import diagnose
+from servefit.doctor.launches import read_log
+from servefit.model.config import read_json
+from servefit.model.inventory import build_model_spec
+
+GT = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
+H100 = GT / "sgl_qwen38_27b_fp8_1xh100_v0518.txt"
+# Qwen3.8-27B-FP8 = the Qwen3.5-27B architecture with block FP8 (as tests/plan/test_ground_truth_sglang.py)
+QWEN_FP8 = {
+    "quant_method": "fp8",
+    "fmt": "e4m3",
+    "activation_scheme": "dynamic",
+    "weight_block_size": [128, 128],
+    "modules_to_not_convert": [
+        "lm_head",
+        "model.visual",
+        "mtp",
+        "linear_attn.in_proj_a",
+        "linear_attn.in_proj_b",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def model():
+    cfg = copy.deepcopy(read_json(catalog.DATA / "Qwen__Qwen3.5-27B.json"))
+    cfg["quantization_config"] = QWEN_FP8
+    return build_model_spec(cfg, name="Qwen3.8-27B-FP8", source="test")
+
+
+CMD = "python -m sglang.launch_server --model-path Qwen/Qwen3.8-27B-FP8 --mem-fraction-static 0.85 --max-running-requests 32"
+
+
+@pytest.mark.skipif(not H100.exists(), reason="shared/ground-truth is not beside the checkout")
+def test_h100_log_replays_within_one_percent(model):
+    r = diagnose(read_log(H100), model=model, gpu="H100", command=CMD)
+    checks = {c.name: c for c in r.replay.checks}
+    # logged 330,323 KV tokens and 124 state slots (observed lines); free before weights = 50.01 + 28.47
+    assert r.replay.measured_free_before_gib == pytest.approx(78.48)
+    assert checks["KV tokens"].logged == 330323 and abs(checks["KV tokens"].gap_pct) < 1.0
+    assert checks["state slots (max_mamba_cache_size)"].logged == 124
+    assert r.replay.engine == "sglang==0.5.23"  # format family of the log; 0.5.18 is not printed
+    assert any(
+        f.code == "silent_cap" and f.numbers["max_running_requests"] == 24 for f in r.findings
+    )
+
+
+def test_a_gap_above_one_percent_is_flagged():
+    # the 0.88 seed fixture with its KV line changed by +5 % (330089 -> 346593 tokens)
+    text = (Path(__file__).parent / "logs" / "sglang_0_5_9_seed_088_serve.log").read_text()
+    text = text.replace("#tokens: 330089, K size: 5.04 GB", "#tokens: 346593, K size: 5.04 GB")
+    r = diagnose(read_log(text.splitlines()), gpu="A6000")
+    kv = next(c for c in r.replay.checks if c.name == "KV tokens")
+    assert kv.flagged and kv.gap_pct == pytest.approx((330089 - 346593) / 346593 * 100, abs=1e-3)
+    assert any(f.code == "planner_gap" for f in r.findings)
