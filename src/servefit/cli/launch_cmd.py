@@ -102,7 +102,7 @@ def _extra_env(opts: dict[str, Any]) -> dict[str, str]:
     return env
 
 
-@click.command("launch", epilog=EPILOG_LAUNCH)
+@click.command("launch", epilog=EPILOG_LAUNCH, options_metavar="[OPTIONS] -- COMMAND...")
 @plan_options
 @click.option("--force", is_flag=True, help="Launch even when a preflight check fails.")
 @_runs_dir_option

@@ -350,104 +350,41 @@ def compare(launch: LaunchFacts, p) -> list[PoolCheck]:
 # Fix search
 # ---------------------------------------------------------------------------------------------
 
-_FLAG_DEST = {
-    "--max-running-requests": "max_running_requests",
-    "--mem-fraction-static": "mem_fraction_static",
-    "--mamba-full-memory-ratio": "mamba_full_memory_ratio",
-    "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
-    "--speculative-num-steps": "speculative_num_draft_tokens",
-    "--max-mamba-cache-size": "max_mamba_cache_size",
-    "--context-length": "context_length",
-}
-
-
-def _candidates(dest: str, v: dict[str, Any]) -> list[dict[str, Any]]:
-    cur = v.get(dest)
-    if dest == "max_running_requests":
-        cur = int(cur or 48)
-        vals = sorted(
-            {x for x in (int(cur * f) for f in (0.75, 0.5, 1 / 3, 0.25, 0.125)) if 0 < x < cur}
-            | {x for x in (32, 24, 16, 12, 8, 4, 2, 1) if x < cur},
-            reverse=True,
-        )
-        return [{dest: x} for x in vals]
-    if dest == "mem_fraction_static":
-        cur = float(cur or 0.85)
-        steps = range(1, int(round((0.95 - cur) * 100)) + 1)
-        return [{dest: round(cur + 0.01 * i, 2)} for i in steps]
-    if dest == "mamba_full_memory_ratio":
-        cur = float(cur or 0.9)
-        return [{dest: x} for x in (0.7, 0.5, 0.3, 0.2, 0.1) if x < cur]
-    if dest == "speculative_num_draft_tokens":
-        d = int(cur or 4)
-        return [
-            {"speculative_num_draft_tokens": x, "speculative_num_steps": x - 1}
-            for x in range(d - 1, 1, -1)
-        ]
-    if dest == "context_length":
-        ctx = int(v.get("context_len") or cur or 0)
-        return [{dest: ctx // k} for k in (2, 4, 8) if ctx // k >= 1024]
-    return []
-
-
-def _accept(p, ctx: int) -> bool:
-    # starts, keeps headroom, and holds at least one full-length request
-    return (
-        p.verdict == "ok"
-        and p.per_rank.free_gib >= MARGIN_GIB
-        and p.pools.max_total_num_tokens >= ctx
-    )
-
 
 def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | None:
-    """The first lever (in the failing consumer's own flag order) whose smallest change starts."""
-    from servefit.plan.planner import plan as run_plan
-    from servefit.plan.planner import with_args
+    """The minimal fix of `servefit explain` (fewest flags, least loss of concurrency and
+    context), searched on this machine's measured figures: the request is the calibrated replay.
+    One search serves both commands, so `explain` and `doctor` propose the same change."""
+    from servefit.explain.analysis import DEFAULT_MIN_FREE_GIB
+    from servefit.explain.fix import minimal_fix
+    from servefit.explain.levers import Context
+    from servefit.explain.outcome import outcome
+    from servefit.explain.replan import prepared
 
     p, request = plan_and_request
-    consumer = next((c for c in p.consumers if c.name == p.error_consumer), None)
-    order = list(flags_hint or (consumer.flags if consumer else []))
-    for extra in ("--max-running-requests", "--mem-fraction-static"):
-        if extra not in order:
-            order.append(extra)
-    v = p.resolved_args
-    ctx = p.pools.context_len
-    options: list[FixOption] = []
-    seen: set[str] = set()
-    for flag in order:
-        dest = _FLAG_DEST.get(flag)
-        if dest is None or dest in seen:
-            continue
-        seen.add(dest)
-        for change in _candidates(dest, v):
-            try:
-                q = run_plan(with_args(request, **change))
-            except ServefitError:
-                continue
-            if _accept(q, ctx):
-                options.append(
-                    FixOption(
-                        changes=[
-                            FixChange(arg=k, flag="--" + k.replace("_", "-"), old=v.get(k), new=val)
-                            for k, val in change.items()
-                        ],
-                        kv_tokens=q.pools.max_total_num_tokens,
-                        max_running_requests=q.pools.effective_max_running_requests,
-                        free_after_pools_gib=round(q.per_rank.free_gib, 2),
-                        why=_why(flag, p, q),
-                    )
-                )
-                break
-    if not options:
+    if p.engine.name != "sglang":  # the lever catalogue mirrors SGLang releases
         return None
-    return Fix(best=options[0], alternatives=options[1:4], source="replay")
+    req, model = prepared(request)
+    ctx = Context(request=req, plan=p, model=model, profile=p.engine.profile)
+    found = minimal_fix(ctx, outcome(p), min_free_gib=DEFAULT_MIN_FREE_GIB)
+    if not found.found:
+        return None
+    options = [_option(c) for c in [found.best, *found.alternatives[:3]]]
+    return Fix(best=options[0], alternatives=options[1:], source="replay")
 
 
-def _why(flag: str, before, after) -> str:
-    return (
-        f"{flag}: predicted to start with {after.pools.max_total_num_tokens:,} KV tokens, "
-        f"{after.pools.effective_max_running_requests} running requests and "
-        f"{after.per_rank.free_gib:.2f} GiB left per rank after the pools"
+def _option(c) -> FixOption:
+    o = c.outcome
+    return FixOption(
+        changes=[FixChange(arg=ch.dest, flag=ch.flag, old=ch.old, new=ch.new) for ch in c.changes],
+        kv_tokens=o.kv_tokens,
+        max_running_requests=o.max_running_requests,
+        free_after_pools_gib=round(o.free_gib, 2),
+        why=(
+            f"{c.command_flags}: predicted to start with {o.kv_tokens:,} KV tokens, "
+            f"{o.max_running_requests} running requests ({o.effective_concurrency:g} of "
+            f"{o.target_context:,} tokens at once) and {o.free_gib:.2f} GiB left per rank after the pools"
+        ),
     )
 
 

@@ -146,4 +146,6 @@ def test_lever_flags_are_the_engines_spellings():
     assert flag_for("0.24.0", "enable_prefix_caching") == "--enable-prefix-caching"
     spec = next(lv for lv in LEVERS if lv.dest == "num_speculative_tokens")
     resolved = {"speculative_config": {"method": "mtp", "num_speculative_tokens": 3}}
-    assert args_for(spec, 2, resolved) == {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}}
+    assert args_for(spec, 2, resolved) == {
+        "speculative_config": {"method": "mtp", "num_speculative_tokens": 2}
+    }

@@ -233,3 +233,18 @@ def test_removed_architectures_and_bad_flags_are_one_line_errors():
         vplan(qwen3_next(), "H200", E, gpu_memory_utilization=1.5)
     with pytest.raises(ServefitError, match=r"User-specified max_model_len \(300000\) is greater"):
         vplan(qwen3_next(), "H200", E, max_model_len=300000)
+
+
+def test_pipeline_parallel_halves_the_block_bytes(next80):
+    # get_kv_cache_configs projects the groups per PP worker: PP2 splits the 48 layers 24 / 24,
+    # every group (attention: layers 3, 7, ..., 47; GDN: every 3rd GDN layer) keeps 6 of its 12
+    # layers on each stage -> 6 x 278,528 B per block at TP4: 50 GiB // 1,671,168 = 32,125
+    p = vplan(
+        next80,
+        "H200",
+        E,
+        tensor_parallel_size=4,
+        pipeline_parallel_size=2,
+        kv_cache_memory_bytes=50 * GiB,
+    )
+    assert p.pools.num_blocks == 50 * GiB // (6 * 278528) == 32125

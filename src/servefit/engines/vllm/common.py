@@ -195,10 +195,32 @@ class Grouping:
     attention_layers: int
     mamba_layers: int
     padding_logs: tuple[str, ...] = ()
+    # layers of the fullest group on the most loaded PP stage (= group_size without PP)
+    stage_group_size: int = 0
 
     @property
     def num_groups(self) -> int:
         return self.attention_groups + self.mamba_groups
+
+
+def per_stage(
+    grouping: Grouping, attention_ids: list[int], mamba_ids: list[int], num_layers: int, pp: int
+) -> Grouping:
+    """_project_kv_cache_groups_to_worker: each PP worker keeps the groups' layers it owns
+    (group i of a bucket is layers[i::num_groups]); its bytes per block are its fullest group's
+    layers x page, and the engine takes the smallest block count over the workers."""
+    from dataclasses import replace
+
+    if pp <= 1:
+        return replace(grouping, stage_group_size=grouping.group_size)
+    groups: list[list[int]] = []
+    for ids, n in ((attention_ids, grouping.attention_groups), (mamba_ids, grouping.mamba_groups)):
+        groups += [ids[i::n] for i in range(n)] if n else []
+    worst = 0
+    for rank in range(pp):
+        start, end = pp_indices(num_layers, rank, pp)
+        worst = max(worst, max((sum(start <= i < end for i in g) for g in groups), default=0))
+    return replace(grouping, stage_group_size=worst)
 
 
 def group_layers(attention_layers: int, mamba_layers: int) -> Grouping:
@@ -209,9 +231,16 @@ def group_layers(attention_layers: int, mamba_layers: int) -> Grouping:
     A model without Mamba layers has one uniform-spec group holding every attention layer
     (_get_kv_cache_groups_uniform_spec)."""
     if mamba_layers == 0:
-        return Grouping(attention_layers, 1 if attention_layers else 0, 0, attention_layers, 0)
+        return Grouping(
+            attention_layers,
+            1 if attention_layers else 0,
+            0,
+            attention_layers,
+            0,
+            stage_group_size=attention_layers,
+        )
     if attention_layers == 0:
-        return Grouping(mamba_layers, 0, 1, 0, mamba_layers)
+        return Grouping(mamba_layers, 0, 1, 0, mamba_layers, stage_group_size=mamba_layers)
     buckets = [attention_layers, mamba_layers]
     lo, hi = min(buckets), max(buckets)
     size = hi if hi < lo * 1.5 else lo
@@ -229,6 +258,7 @@ def group_layers(attention_layers: int, mamba_layers: int) -> Grouping:
         attention_layers,
         mamba_layers,
         tuple(logs),
+        stage_group_size=size,
     )
 
 

@@ -81,8 +81,9 @@ LEVERS: tuple[VllmLever, ...] = (
     VllmLever("kv_cache_dtype", "KV cache dtype", _kv, lossy=True),
     VllmLever("mamba_ssm_cache_dtype", "SSM state dtype", _ssm, lossy=True, hybrid_only=True),
     VllmLever("num_speculative_tokens", "speculative tokens", _spec, hybrid_only=True),
-    VllmLever("enable_prefix_caching", "prefix caching (Mamba cache mode)", _prefix,
-              hybrid_only=True),
+    VllmLever(
+        "enable_prefix_caching", "prefix caching (Mamba cache mode)", _prefix, hybrid_only=True
+    ),
     VllmLever("tensor_parallel_size", "tensor parallel size", _tp),
 )
 

@@ -101,6 +101,18 @@ def size(
             f"{memory.total_gib:.2f} GiB requested"
         )
     else:
+        # gpu_model_runner.py:load_model, then Platform.update_block_size_for_backend
+        logs.append(
+            f"Model loading took {format_gib((memory.weights_gib + memory.draft_weights_gib) * GiB)} "
+            "GiB memory and … seconds"
+        )
+        if layout.block_log:
+            logs.append(layout.block_log)
+        if layout.padding_pct is not None:
+            logs.append(
+                f"Padding mamba page size by {layout.padding_pct:.2f}% to ensure that mamba page "
+                "size and attention page size are exactly equal."
+            )
         if v.get("kv_cache_memory_bytes"):
             available = int(v["kv_cache_memory_bytes"])
             logs.append(
@@ -347,7 +359,7 @@ def _sizing(
         error=error,
         error_consumer=consumer if error else None,
         error_detail=detail if error else None,
-        consumers=tuple(consumers),
+        consumers=tuple(sorted(consumers, key=lambda c: -c.gib)),
         log_lines=tuple(logs),
         warnings=tuple(warnings),
         extra={

@@ -52,7 +52,9 @@ class KVLayout:
 
     @property
     def bytes_per_block(self) -> int:
-        return self.grouping.group_size * self.page_bytes
+        """Bytes one block takes on the most loaded worker (all of a group's layers, or a PP
+        stage's share of them)."""
+        return self.grouping.stage_group_size * self.page_bytes
 
 
 class Rules(Protocol):
@@ -60,6 +62,7 @@ class Rules(Protocol):
 
     VERSION: str
     DEFAULT_GPU_MEMORY_UTILIZATION: float
+    QWEN35_SSM_DTYPE_ARCHS: frozenset[str]  # archs whose config's mamba_ssm_dtype is applied
 
     def derived_max_model_len(self, model: ModelSpec) -> tuple[int, str | None]: ...
     def batch_defaults(self, gpus: GPUSet) -> tuple[int, int, str]: ...
@@ -250,13 +253,8 @@ def resolve(
     layout = _layout(model, gpus, v, changes, rules)
     v["_layout"] = layout
     v["mamba_page_size_padded"] = layout.page_bytes if layout.padding_pct is not None else None
-    if layout.block_log:
-        logs.append(layout.block_log)
-    if layout.padding_pct is not None:
-        logs.append(
-            f"Padding mamba page size by {layout.padding_pct:.2f}% to ensure that mamba "
-            "page size and attention page size are exactly equal."
-        )
+    # The block-size lines come after the weights load (update_block_size_for_backend runs
+    # after load_model): planning.py prints them after "Model loading took".
     return ResolvedArgs(
         values=v,
         changes=tuple(changes),
@@ -319,10 +317,7 @@ def _dtypes(
     ssm = v.get("mamba_ssm_cache_dtype") or "auto"
     if model.is_hybrid and ssm == "auto":
         cfg = model.text_config or model.raw_config
-        if model.architecture in (
-            "Qwen3_5ForConditionalGeneration",
-            "Qwen3_5MoeForConditionalGeneration",
-        ):
+        if model.architecture in rules.QWEN35_SSM_DTYPE_ARCHS:
             if model.mamba_ssm_dtype:
                 ssm = model.mamba_ssm_dtype
                 changes.append(
@@ -359,7 +354,7 @@ def _layout(
     block = v.get("block_size") or preferred
     if not model.is_hybrid:
         v["block_size"] = block
-        grouping = common.group_layers(attn_layers, 0)
+        grouping = _staged(common.group_layers(attn_layers, 0), model, v)
         return KVLayout(a1, block, block * a1, 0, 0, 0, None, None, grouping, 0, None)
     states = rules.mamba_state(
         model, tp, v["num_speculative_tokens"], v["mamba_cache_dtype"], v["mamba_ssm_cache_dtype"]
@@ -367,6 +362,26 @@ def _layout(
     mamba_page = sum(s.nbytes for s in states)
     conv_b = states[0].nbytes if len(states) > 1 else mamba_page
     ssm_b = sum(s.nbytes for s in states[1:])
+    if a1 == 0:
+        # Attention-free (Mamba, Mamba2): update_block_size_for_backend finds no attention
+        # backend and returns; one uniform Mamba group whose page is the state page.
+        if v["mamba_cache_mode"] == "align":
+            v["mamba_block_size"] = block
+        grouping = _staged(common.group_layers(0, len(model.recurrent_layer_ids)), model, v)
+        v["block_size"] = block
+        return KVLayout(
+            0,
+            v["mamba_block_size"],
+            mamba_page,
+            mamba_page,
+            conv_b,
+            ssm_b,
+            None,
+            None,
+            grouping,
+            rules.mamba_blocks_per_request(model, gpus, v),
+            v["mamba_block_size"],
+        )
     if v["mamba_cache_mode"] == "all":  # 0.16-0.31 only (the version's rules set "all")
         cfg = model.text_config or model.raw_config
         base = v.get("mamba_block_size") if v["_user_mamba_block_size"] else None
@@ -400,7 +415,7 @@ def _layout(
     v["block_size"] = block
     page = block * a1
     pad = 100 * (page - mamba_page) / mamba_page if page != mamba_page else None
-    grouping = common.group_layers(attn_layers, len(model.recurrent_layer_ids))
+    grouping = _staged(common.group_layers(attn_layers, len(model.recurrent_layer_ids)), model, v)
     return KVLayout(
         a1,
         block,
@@ -413,4 +428,17 @@ def _layout(
         grouping,
         rules.mamba_blocks_per_request(model, gpus, v),
         v.get("mamba_block_size"),
+    )
+
+
+def _staged(grouping: common.Grouping, model: ModelSpec, v: dict[str, Any]) -> common.Grouping:
+    # MTP draft layers sit after the target's layers (the last stage).
+    n = model.num_layers
+    attn = list(model.attention_layer_ids) + [n + i for i in range(v["_draft_attention_layers"])]
+    return common.per_stage(
+        grouping,
+        attn,
+        list(model.recurrent_layer_ids),
+        n + v["_draft_attention_layers"],
+        v["pipeline_parallel_size"],
     )

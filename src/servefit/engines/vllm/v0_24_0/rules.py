@@ -20,6 +20,11 @@ VERSION = "0.24.0"
 # vllm/config/cache.py:CacheConfig.gpu_memory_utilization (0.92 since 0.21.0, PR #38284)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py:CacheConfig.DEFAULT_BLOCK_SIZE
+# model_executor/models/config.py:MODELS_CONFIG_MAP -> Qwen3_5ForConditionalGenerationConfig for the two ForConditionalGeneration archs: the config's mamba_ssm_dtype
+# (float32 in the Qwen3.5/3.6 configs) becomes mamba_ssm_cache_dtype when it is "auto"
+QWEN35_SSM_DTYPE_ARCHS = frozenset(
+    {"Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"}
+)
 # Architectures that declare SupportsMambaPrefixCaching in 0.24.0 (model_executor/models/*.py);
 # with prefix caching on they get Mamba cache mode "all", every other hybrid "align".
 MAMBA_PREFIX_CACHING = frozenset(
@@ -92,6 +97,8 @@ def prefix_caching_default(model: ModelSpec) -> tuple[bool, str]:
     """vllm/config/model.py:ModelConfig.is_prefix_caching_supported: False for attn_type
     "hybrid" ("Hybrid models do not support prefix caching since the feature is still
     experimental.")."""
+    if model.is_hybrid and not model.attention_layer_ids:
+        return False, "attention-free models do not support prefix caching"
     if model.is_hybrid:
         return False, "0.24.0 turns prefix caching off by default for hybrid models"
     return True, "generative models support prefix caching"

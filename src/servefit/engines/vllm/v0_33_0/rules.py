@@ -20,6 +20,16 @@ from servefit.plan.schema import Change
 VERSION = "0.33.0"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vllm/config/cache.py:CacheConfig.gpu_memory_utilization
 DEFAULT_BLOCK_SIZE = 16  # vllm/config/cache.py:CacheConfig.DEFAULT_BLOCK_SIZE
+# model_executor/models/config.py:MODELS_CONFIG_MAP -> Qwen3_5ForConditionalGenerationConfig, and Qwen3_5ForCausalLMConfig for the text-only archs: the config's mamba_ssm_dtype
+# (float32 in the Qwen3.5/3.6 configs) becomes mamba_ssm_cache_dtype when it is "auto"
+QWEN35_SSM_DTYPE_ARCHS = frozenset(
+    {
+        "Qwen3_5ForConditionalGeneration",
+        "Qwen3_5MoeForConditionalGeneration",
+        "Qwen3_5ForCausalLM",
+        "Qwen3_5MoeForCausalLM",
+    }
+)
 # vllm/v1/attention/backends/gdn_attn.py
 FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64
 # vllm/config/cache.py: the deprecation message --mamba-cache-mode prints
@@ -83,6 +93,8 @@ def batch_defaults(gpus: GPUSet) -> tuple[int, int, str]:
 def prefix_caching_default(model: ModelSpec) -> tuple[bool, str]:
     """vllm/config/model.py:ModelConfig.is_prefix_caching_supported: "Generative hybrid models
     support prefix caching." (on by default since PR #50991)."""
+    if model.is_hybrid and not model.attention_layer_ids:
+        return False, "attention-free models do not support prefix caching"
     if model.is_hybrid:
         return True, "0.33.0 turns prefix caching on for hybrid models (Mamba cache mode align)"
     return True, "generative models support prefix caching"
