@@ -185,3 +185,25 @@ def test_context_longer_than_model_is_the_engine_error():
         "ValueError: Warning: User-specified context_length (300000) is greater than "
         "the derived context_length (262144)."
     )
+
+
+def test_gpt_oss_hybrid_swa_split():
+    """set_num_tokens_hybrid_swa: gpt-oss-20b has 12 full + 12 sliding layers with the same
+    per-token size (8 KV heads of 64 -> 4 per rank at TP 2: 4 x 128 x 2 B = 1,024 B a layer).
+    full = tokens x (F*12 + S*12) / (F*12 + 0.8*S*12) = tokens / 0.9; swa = 0.8 x full."""
+    from servefit.model.inventory import load_model
+
+    model = load_model("openai/gpt-oss-20b")
+    _, s = _size(model, {"tp_size": 2, "mem_fraction_static": 0.85}, 78.0, 7.0, mib=81559)
+    cell = 1024 * 24
+    assert s.pools.kv_bytes_per_token == cell
+    profiled = int((78.0 - 7.0 - 78.0 * 0.15) * 2**30) // cell
+    full = int(profiled * (1024 * 24) / (1024 * 12 + 0.8 * 1024 * 12))
+    assert s.pools.max_total_num_tokens == full
+    assert f"Use sliding window memory pool. full_layer_tokens={full}, swa_layer_tokens={int(full * 0.8)}" in (
+        s.log_lines
+    )
+    # B200 picks trtllm_mha for GPT-OSS, which turns the split off
+    r = prof.resolve_args(model, gpus("B200", 183359, 2), {"tp_size": 2}, {})
+    assert r["disable_hybrid_swa_memory"] is True
+    assert r["attention_backend"] == "trtllm_mha"

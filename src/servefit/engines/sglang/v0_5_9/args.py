@@ -57,6 +57,8 @@ DEFAULTS: dict[str, Any] = {
     "enable_multimodal": None,
     "disaggregation_mode": "null",
     "attention_backend": None,
+    "swa_full_tokens_ratio": 0.8,
+    "disable_hybrid_swa_memory": False,
     "quantization": None,
 }
 
@@ -156,6 +158,7 @@ def resolve_args(
 
     error = None
     _gpu_memory_settings(model, gpus.gpu.memory_mib, v, r)
+    _gpt_oss(model, f"{gpus.gpu.key} {gpus.gpu.name}".lower(), v, r)
     try:
         _mamba_radix_cache(model, v, r)
     except common.EngineError as exc:
@@ -251,6 +254,25 @@ def _gpu_memory_settings(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: R
         why += f" = {frac}, x VLM factor -> {adjusted:.6f}"
         frac = adjusted
     r.set("mem_fraction_static", frac, f"default heuristic: {why}")
+
+
+def _gpt_oss(model: ModelSpec, gpu_key: str, v: dict[str, Any], r: Recorder) -> None:
+    """_handle_model_specific_adjustments, GptOssForCausalLM (0.5.9): SM100 (B200/B300/GB200)
+    picks trtllm_mha, which turns hybrid SWA memory off."""
+    if model.architecture != "GptOssForCausalLM":
+        return
+    backend = v["attention_backend"]
+    sm100 = any(tag in gpu_key for tag in ("b200", "b300", "gb200", "gb300"))
+    if backend is None and sm100:
+        backend = "trtllm_mha"
+        v["attention_backend"] = backend
+    if backend == "trtllm_mha":
+        r.set(
+            "disable_hybrid_swa_memory",
+            True,
+            "trtllm_mha has no SWA kv indices translation",
+            "Disable hybrid SWA memory for GPT-OSS model with trtllm_mha attention backend.",
+        )
 
 
 def _mamba_radix_cache(model: ModelSpec, v: dict[str, Any], r: Recorder) -> None:

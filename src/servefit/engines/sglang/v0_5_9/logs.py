@@ -44,6 +44,11 @@ def log_lines(s: Sized, model: ModelSpec, v: dict[str, Any], memory: MemoryInput
                 f"intermediate_conv_window_cache size: {f2(gib(slots * s.cost.conv_bytes))}GB "
             )
         out.append(line)
+    if s.swa_tokens is not None:  # model_runner_kv_cache_mixin.py:set_num_tokens_hybrid_swa
+        out.append(
+            f"Use sliding window memory pool. full_layer_tokens={s.tokens}, "
+            f"swa_layer_tokens={s.swa_tokens}"
+        )
     attn = model.first_attention()
     if attn is not None and attn.kind == "mla":
         out.append(f"KV Cache is allocated. #tokens: {s.tokens}, KV size: {f2(gib(s.kv_bytes))} GB")

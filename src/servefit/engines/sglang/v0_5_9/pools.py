@@ -60,6 +60,7 @@ class Sized:
     spec_bytes: int = 0
     req_to_token_bytes: int = 0
     draft_kv_bytes: int = 0
+    swa_tokens: int | None = None  # sliding-window layers' pool (hybrid SWA models)
     pool_end: float = 0.0  # "Memory pool end. avail mem"
     free_after: float = 0.0  # after the draft model too
 
@@ -155,6 +156,41 @@ def _culprit(s: Sized) -> tuple[str, str]:
     )
 
 
+# configs/model_config.py:is_hybrid_swa_model (0.5.9); GptOss with trtllm_mha (Blackwell) turns it
+# off (server_args.py:_handle_model_specific_adjustments), as does --disable-hybrid-swa-memory.
+HYBRID_SWA_ARCHS = frozenset(
+    {
+        "Llama4ForConditionalGeneration",
+        "GptOssForCausalLM",
+        "MiMoV2FlashForCausalLM",
+        "Step3p5ForCausalLM",
+    }
+)
+
+
+def _hybrid_swa(model: ModelSpec, v: dict[str, Any]) -> bool:
+    return (
+        model.architecture in HYBRID_SWA_ARCHS
+        and not v.get("disable_hybrid_swa_memory")
+        and bool(model.layer_ids("sliding_window"))
+    )
+
+
+def _split_swa(model: ModelSpec, v: dict[str, Any], attn_tp: int, s: Sized) -> tuple[int, int]:
+    """model_runner_kv_cache_mixin.py:set_num_tokens_hybrid_swa (0.5.9): the profiled memory
+    tokens x (F*n_full + S*n_swa) is re-split so swa_tokens = full_tokens x swa_full_tokens_ratio."""
+    size = common.element_size(s.kv_dtype)
+    full_ids, swa_ids = model.layer_ids("full_attention"), model.layer_ids("sliding_window")
+    F = model.mixer(full_ids[0]).kv_elems_per_token(attn_tp) * size if full_ids else 0
+    S = model.mixer(swa_ids[0]).kv_elems_per_token(attn_tp) * size
+    page, r = v["page_size"], v.get("swa_full_tokens_ratio", 0.8)
+    if not full_ids:
+        return s.tokens // page * page, s.tokens // page * page
+    total = s.tokens * (F * len(full_ids) + S * len(swa_ids))
+    full = int(total / (F * len(full_ids) + r * S * len(swa_ids)))
+    return full // page * page, int(full * r) // page * page
+
+
 def _draft_cell(model: ModelSpec, attn_tp: int, kv_dtype: str) -> int:
     """KV bytes per token of the EAGLE/NEXTN draft pool (init_memory_pool). Hybrid targets:
     HybridLinearKVPool with full_attention_layer_ids=[0] ("if draft worker, we only need 1
@@ -174,6 +210,14 @@ def _allocate(
     page, R, per_req = v["page_size"], s.max_num_reqs, s.per_req
     spec = v["speculative_algorithm"] is not None
     s.kv_bytes = (s.tokens + page) * s.cell if s.tokens > 0 else 0
+    if s.swa_tokens is not None and s.tokens > 0:  # SWAKVPool: full and SWA layers sized apart
+        size = common.element_size(s.kv_dtype)
+        full_ids, swa_ids = model.layer_ids("full_attention"), model.layer_ids("sliding_window")
+        s.kv_bytes = sum(
+            (n + page) * model.mixer(ids[0]).kv_elems_per_token(attn_tp) * size * len(ids)
+            for n, ids in ((s.tokens, full_ids), (s.swa_tokens, swa_ids))
+            if ids
+        )
     if s.error is None:
         s.mamba_bytes = (s.K + 1) * per_req if s.cost is not None else 0
         s.spec_bytes = (R + 1) * s.D * per_req if s.cost is not None and spec else 0
@@ -214,7 +258,11 @@ def size_pools(
     if v["max_total_tokens"] is not None:
         tokens = min(tokens, v["max_total_tokens"])
     s.tokens = tokens // page * page
-    _requests(s, v, ctx, dp)
+    _requests(s, v, ctx, dp)  # max_num_reqs is estimated from the tokens before the SWA split
+    if _hybrid_swa(model, v):
+        s.tokens, s.swa_tokens = _split_swa(model, v, attn_tp, s)
+        if v["max_running_requests"] is None:  # ModelRunner.initialize reads the full-layer tokens
+            s.eff = min(s.tokens // 2, s.max_num_reqs)
     if s.tokens <= 0:
         s.error = NOT_ENOUGH.format(f=f)
         s.consumer, s.detail = _culprit(s)
