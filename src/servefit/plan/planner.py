@@ -80,7 +80,10 @@ def plan(request: PlanRequest) -> Plan:
         tp, pp, dp, ep = engine_sizes(args)
         world = tp * pp * dp
     else:
-        tp, pp, dp, ep = (int(1 if args.get(k) is None else args[k]) for k in ("tp_size", "pp_size", "dp_size", "ep_size"))
+        tp, pp, dp, ep = (
+            int(1 if args.get(k) is None else args[k])
+            for k in ("tp_size", "pp_size", "dp_size", "ep_size")
+        )
         for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
             if val <= 0:
                 raise ArgumentError(f"--{name} must be a positive integer, got {val}")
@@ -107,12 +110,17 @@ def plan(request: PlanRequest) -> Plan:
     else:
         memory = memory_inputs(model, gpus, resolved.values, request)
     # An engine that stops while resolving its args never profiles memory: nothing to size.
-    sizing = _unsized(memory, resolved) if resolved.error else profile.size_pools(model, gpus, resolved, memory)
+    sizing = (
+        _unsized(memory, resolved)
+        if resolved.error
+        else profile.size_pools(model, gpus, resolved, memory)
+    )
 
     error = resolved.error or sizing.error
     warnings = list(request.warnings) + list(resolved.warnings) + list(sizing.warnings)
     if engine_ref.note:
         warnings.insert(0, engine_ref.note)
+    warnings += _model_warnings(model)
     return Plan(
         engine=engine_ref,
         model=_model_ref(model),
@@ -142,17 +150,44 @@ def plan(request: PlanRequest) -> Plan:
     )
 
 
+_QUANT_NAME_TAGS = ("fp8", "fp4", "nvfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "mxfp4")
+
+
+def _model_warnings(model: ModelSpec) -> list[str]:
+    """A checkpoint named as quantized whose config carries no quantization_config is sized as
+    its dtype: say so, since the weights may then be overestimated by 2-4x."""
+    name = model.name.lower().replace("_", "-")
+    tags = [t for t in _QUANT_NAME_TAGS if f"-{t}" in name]
+    if tags and model.quant.method == "none":
+        return [
+            f"{model.name} is named {tags[0].upper()} but its config has no quantization_config: "
+            f"weights are sized as {model.dtype}; pass the checkpoint's own config.json or directory"
+        ]
+    return []
+
+
 def _unsized(memory: MemoryInputs, resolved) -> Sizing:
     """The Sizing of a launch that fails before memory profiling: weights only, empty pools."""
     v = resolved.values
-    pools = Pools(budget_gib=0.0, kv_budget_gib=0.0, kv_bytes_per_token=0, max_total_num_tokens=0,
-                  page_size=int(v.get("page_size") or v.get("block_size") or 1),
-                  context_len=int(v.get("context_len") or v.get("max_model_len") or 0),
-                  effective_max_running_requests=0, cap_reason="start-up error before memory profiling",
-                  max_concurrency_at_context=0.0)
-    per_rank = PerRank(total_gib=memory.total_gib, pre_load_free_gib=memory.pre_load_free_gib,
-                       weights_gib=memory.weights_gib, draft_weights_gib=memory.draft_weights_gib,
-                       reserved_gib=0.0, free_gib=memory.pre_load_free_gib - memory.weights_gib)
+    pools = Pools(
+        budget_gib=0.0,
+        kv_budget_gib=0.0,
+        kv_bytes_per_token=0,
+        max_total_num_tokens=0,
+        page_size=int(v.get("page_size") or v.get("block_size") or 1),
+        context_len=int(v.get("context_len") or v.get("max_model_len") or 0),
+        effective_max_running_requests=0,
+        cap_reason="start-up error before memory profiling",
+        max_concurrency_at_context=0.0,
+    )
+    per_rank = PerRank(
+        total_gib=memory.total_gib,
+        pre_load_free_gib=memory.pre_load_free_gib,
+        weights_gib=memory.weights_gib,
+        draft_weights_gib=memory.draft_weights_gib,
+        reserved_gib=0.0,
+        free_gib=memory.pre_load_free_gib - memory.weights_gib,
+    )
     return Sizing(pools=pools, per_rank=per_rank)
 
 
@@ -228,7 +263,9 @@ def _validate_args(args: dict[str, Any]) -> None:
             raise ArgumentError(f"{flag} must be {bound}, got {val}")
     cps = args.get("chunked_prefill_size")
     if isinstance(cps, int) and not isinstance(cps, bool) and cps == 0:
-        raise ArgumentError("--chunked-prefill-size must be positive, or -1 to disable chunked prefill")
+        raise ArgumentError(
+            "--chunked-prefill-size must be positive, or -1 to disable chunked prefill"
+        )
 
 
 @lru_cache(maxsize=256)
