@@ -111,7 +111,7 @@ def explain(
     free_gib: float | None = None,
     measured_free_before_gib: float | None = None,
     measured_weights_gib: float | None = None,
-    min_free_gib: float = 2.0,
+    min_free_gib: float | None = None,
     fix: bool = True,
     allow_lossy: bool = False,
     **engine_args: Any,
@@ -119,7 +119,8 @@ def explain(
     """Plan, then explain it: consumers ranked with their formulas, every lever re-planned
     (incl. "no effect" and why), whether each of the user's flags mattered, and for a failing
     launch the minimal fix (fewest flags; least loss of concurrency, then context) that starts
-    with `min_free_gib` of headroom. `allow_lossy` lets the fix change KV / SSM dtypes."""
+    with `min_free_gib` of headroom (default: the engine's, 2 GiB SGLang / 1 GiB vLLM).
+    `allow_lossy` lets the fix change KV / SSM dtypes."""
     from servefit.explain.analysis import explain_request
 
     request = _request(
@@ -153,7 +154,7 @@ def fit(
     engine: str = "sglang",
     allow_lossy: bool = False,
     allow_no_radix: bool = False,
-    min_free_gib: float = 2.0,
+    min_free_gib: float | None = None,
     top: int = 3,
     env: dict[str, str] | None = None,
     gpu_mem_mib: int | None = None,
@@ -201,17 +202,19 @@ def _baseline_args(text: str, engine: str) -> dict[str, Any]:
     import shlex
 
     from servefit.engines.command import parse_launch_command
-    from servefit.engines.registry import select
-    from servefit.engines.sglang.flags import load_flags, parse_argv
+    from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
+    from servefit.fit.space import space_for
 
     try:
         argv = parse_launch_command(text).argv
     except ArgumentError:
         argv = shlex.split(text)
-    parsed = parse_argv(load_flags(select(engine)[1].profile), argv)
+    space = space_for(parse_engine(engine)[0])
+    parsed = space.parse_flags(select(engine)[1].profile, argv)
     if parsed.errors:
         raise ArgumentError(f"baseline: {parsed.errors[0]}")
     values = dict(parsed.values)
-    values.pop("model_path", None)
+    for k in space.model_keys:
+        values.pop(k, None)
     return values

@@ -14,11 +14,13 @@ Examples:
       --context-length 32768 --speculative-algo NEXTN --speculative-num-steps 3 \\
       --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --mem-fraction-static 0.85
   servefit explain -m Qwen/Qwen3.6-27B --gpu A6000 --tp-size 2 --html explain.html
+  servefit explain --gpu A6000 -- vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 \\
+      --max-model-len 32768 --max-num-seqs 1024
 
 \b
 Same inputs as `servefit plan`. Shows the consumers per rank with their formulas, re-plans
-every lever (saying which have no effect here, and why), whether each of your flags
-mattered, and for a failing launch the minimal fix.
+every lever of the engine (SGLang or vLLM), saying which have no effect here and why, whether
+each of your flags mattered, and for a failing launch the minimal fix.
 Exit status: 0 starts, 1 fails, 2 bad input.
 """
 
@@ -33,9 +35,9 @@ Exit status: 0 starts, 1 fails, 2 bad input.
 @click.option(
     "--min-free-gib",
     type=float,
-    default=2.0,
-    show_default=True,
-    help="Headroom the minimal fix must leave after the pools (activations, CUDA graphs).",
+    default=None,
+    help="Headroom the minimal fix must leave after the pools [default: 2 for SGLang "
+    "(activations, CUDA graphs), 1 for vLLM (its budget holds them; slack only)].",
 )
 @click.option("--allow-lossy", is_flag=True, help="Let the fix change the KV / SSM-state dtypes.")
 @click.option("--no-fix", is_flag=True, help="Skip the minimal-fix search.")
@@ -44,7 +46,7 @@ def explain(
     ctx: click.Context,
     fmt: str,
     html_path: str | None,
-    min_free_gib: float,
+    min_free_gib: float | None,
     allow_lossy: bool,
     no_fix: bool,
     **opts,
@@ -54,7 +56,7 @@ def explain(
     from servefit.explain.analysis import explain_request
     from servefit.report.explain_view import render_explanation
 
-    if min_free_gib < 0:
+    if min_free_gib is not None and min_free_gib < 0:
         raise ArgumentError(f"--min-free-gib must be >= 0, got {min_free_gib}")
     result = explain_request(
         request_from_cli(ctx, opts),

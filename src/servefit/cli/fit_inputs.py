@@ -36,7 +36,8 @@ def fit_options(f):
             "--context",
             type=int,
             default=None,
-            help="Target context length (default: the baseline's --context-length).",
+            help="Target context length (default: the baseline's --context-length / "
+            "--max-model-len).",
         ),
         click.option(
             "--concurrency",
@@ -54,7 +55,8 @@ def fit_options(f):
             "--spec-steps",
             type=int,
             default=None,
-            help="Speculative steps (draft tokens = steps + 1); default 3.",
+            help="Speculative steps (SGLang: draft tokens = steps + 1; vLLM: "
+            "num_speculative_tokens); default 3.",
         ),
         click.option(
             "--draft-model", default=None, help="Draft checkpoint for --spec eagle/eagle3."
@@ -63,36 +65,40 @@ def fit_options(f):
             "-e",
             "--engine",
             default=None,
-            help="Engine and version, e.g. sglang==0.5.9 (default: the newest profile).",
+            help="Engine and version, e.g. sglang==0.5.9 or vllm==0.33.0 (default: the "
+            "launch command's engine, else SGLang's newest profile).",
         ),
         click.option(
             "--allow-lossy",
             is_flag=True,
-            help="Also search --kv-cache-dtype fp8_e4m3 and --mamba-ssm-dtype bfloat16.",
+            help="Also search an fp8 KV cache and a bf16 SSM state (SGLang --mamba-ssm-dtype, "
+            "vLLM --mamba-ssm-cache-dtype).",
         ),
         click.option(
             "--allow-no-radix",
             is_flag=True,
-            help="Also search --disable-radix-cache (hybrid models; loses prefix caching).",
+            help="Also search prefix caching off for hybrid models (SGLang "
+            "--disable-radix-cache, vLLM --no-enable-prefix-caching).",
         ),
         click.option(
             "--min-free-gib",
             type=float,
-            default=2.0,
-            show_default=True,
-            help="Headroom a candidate must leave after the pools (activations, graphs).",
+            default=None,
+            help="Headroom a candidate must leave after the pools [default: 2 for SGLang "
+            "(activations, CUDA graphs), 1 for vLLM (its budget holds them; slack only)].",
         ),
         click.option("--top", type=int, default=3, show_default=True, help="Candidates to show."),
         click.option(
             "--dist-init-addr",
             default="NODE0_IP:50000",
             show_default=True,
-            help="Rendezvous address in multi-node commands.",
+            help="Rendezvous HOST:PORT in multi-node commands (SGLang --dist-init-addr, "
+            "vLLM --master-addr / --master-port).",
         ),
         click.option(
             "--model-path",
             default=None,
-            help="What --model-path says in the commands (default: MODEL).",
+            help="The model path in the commands (default: MODEL).",
         ),
         click.option(
             "--gpu-mem-mib", type=int, default=None, help="Override the GPU's memory (MiB)."
@@ -114,22 +120,13 @@ def fit_options(f):
     return functools.reduce(lambda acc, dec: dec(acc), reversed(opts), f)
 
 
-_SPEC_FROM_ALGO = {
-    "NEXTN": "mtp",
-    "EAGLE": "eagle",
-    "EAGLE3": "eagle3",
-    "STANDALONE": "standalone",
-    "NGRAM": "ngram",
-}
-
-
 def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     from servefit.cli.inputs import LAUNCH_KEY
     from servefit.engines.command import parse_launch_command
-    from servefit.engines.registry import select
-    from servefit.engines.sglang.flags import load_flags, parse_argv
+    from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
     from servefit.fit.search import FitRequest
+    from servefit.fit.space import space_for
 
     env: dict[str, str] = {}
     for item in opts.get("env") or ():
@@ -140,19 +137,26 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     engine = opts.get("engine")
     baseline: dict[str, Any] | None = None
     launch = (ctx.obj or {}).get(LAUNCH_KEY)
-    if launch:
-        cmd = parse_launch_command(launch)
-        engine = engine or cmd.engine
+    cmd = parse_launch_command(launch) if launch else None
+    if cmd is not None:
+        if engine is None:
+            engine = cmd.engine
+        elif parse_engine(engine)[0] != cmd.engine:
+            raise ArgumentError(f"--engine {engine} but the launch command runs {cmd.engine}")
         env = {**cmd.env, **env}
-        parsed = parse_argv(load_flags(select(engine)[1].profile), list(cmd.argv))
+    engine = engine or "sglang"
+    space = space_for(parse_engine(engine)[0])
+    model = opts.get("model")
+    if cmd is not None:
+        parsed = space.parse_flags(select(engine)[1].profile, list(cmd.argv))
         if parsed.errors:
             raise ArgumentError(parsed.errors[0])
         baseline = dict(parsed.values)
-    engine = engine or "sglang"
+        found = [baseline.pop(k) for k in space.model_keys if baseline.get(k) is not None]
+        for k in space.model_keys:
+            baseline.pop(k, None)
+        model = model or (found[0] if found else None)
     base = baseline or {}
-    model = opts.get("model") or base.get("model_path")
-    if baseline is not None:
-        baseline.pop("model_path", None)
     if not model:
         raise ArgumentError(
             "no model: pass MODEL (see `servefit models`) or a launch command after --"
@@ -161,18 +165,20 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         raise ArgumentError("no GPU: pass --gpu NAME (see `servefit gpus`) or --gpu local")
     num_gpus = opts.get("num_gpus")
     if num_gpus is None and baseline is not None:
-        num_gpus = int(base.get("tp_size") or 1) * int(base.get("pp_size") or 1)
+        tp, pp = space.parallel_of(base)
+        num_gpus = tp * pp
     if num_gpus is None:
         raise ArgumentError("pass --num-gpus N (GPUs per node)")
-    context = opts.get("context") or base.get("context_length")
-    if not context:
+    context = opts.get("context") or base.get(space.catalogue.context_dest)
+    if not context or context == -1:
         raise ArgumentError("pass --context L (the context length to serve)")
     spec = opts.get("spec")
     steps = opts.get("spec_steps")
+    draft = opts.get("draft_model")
     if spec is None:
-        algo = str(base.get("speculative_algorithm") or "").upper()
-        spec = _SPEC_FROM_ALGO.get(algo, "none")
-        steps = steps or base.get("speculative_num_steps")
+        spec, base_steps, base_draft = space.spec_of(base)
+        steps = steps or base_steps
+        draft = draft or base_draft
     return FitRequest(
         model=model,
         gpu=opts["gpu"],
@@ -182,11 +188,11 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         concurrency=opts.get("concurrency"),
         spec=spec,
         spec_steps=steps,
-        draft_model=opts.get("draft_model") or base.get("speculative_draft_model_path"),
+        draft_model=draft,
         engine=engine,
         allow_lossy=bool(opts.get("allow_lossy")),
         allow_no_radix=bool(opts.get("allow_no_radix")),
-        min_free_gib=opts.get("min_free_gib", 2.0),
+        min_free_gib=opts.get("min_free_gib"),
         top=opts.get("top") or 3,
         env=env,
         gpu_mem_mib=opts.get("gpu_mem_mib"),

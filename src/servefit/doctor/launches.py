@@ -13,6 +13,7 @@ Only facts are kept: the last MAX_KEPT launches, as frozen LaunchFacts.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -295,6 +296,11 @@ def _generic_args(argv: list[str]) -> dict[str, Any]:
 
 
 def _typed(val: str) -> Any:
+    if val.startswith("{"):  # vLLM's JSON flags (--speculative-config '{"method": ...}')
+        try:
+            return json.loads(val)
+        except ValueError:
+            return val
     for conv in (int, float):
         try:
             return conv(val)

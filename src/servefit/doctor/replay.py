@@ -10,6 +10,7 @@ with the prediction; a gap above 1 % is reported as a possible planner error.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import replace
@@ -355,18 +356,15 @@ def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | 
     """The minimal fix of `servefit explain` (fewest flags, least loss of concurrency and
     context), searched on this machine's measured figures: the request is the calibrated replay.
     One search serves both commands, so `explain` and `doctor` propose the same change."""
-    from servefit.explain.analysis import DEFAULT_MIN_FREE_GIB
     from servefit.explain.fix import minimal_fix
     from servefit.explain.levers import Context
     from servefit.explain.outcome import outcome
     from servefit.explain.replan import prepared
 
     p, request = plan_and_request
-    if p.engine.name != "sglang":  # the lever catalogue mirrors SGLang releases
-        return None
     req, model = prepared(request)
     ctx = Context(request=req, plan=p, model=model, profile=p.engine.profile)
-    found = minimal_fix(ctx, outcome(p), min_free_gib=DEFAULT_MIN_FREE_GIB)
+    found = minimal_fix(ctx, outcome(p), min_free_gib=ctx.catalogue.min_free_gib)
     if not found.found:
         return None
     options = [_option(c) for c in [found.best, *found.alternatives[:3]]]
@@ -399,18 +397,23 @@ def fixed_command(command: str, fix: Fix, engine: str, profile: str | None) -> s
         return None
     argv = list(cmd.argv)
     given: dict[str, str] = {}
-    if cmd.engine == "sglang" and profile:
-        from servefit.engines.sglang.flags import load_flags, parse_argv
+    if profile:
+        if cmd.engine == "vllm":
+            from servefit.engines.vllm.flags import load_flags, parse_argv
+        else:
+            from servefit.engines.sglang.flags import load_flags, parse_argv
 
         given = dict(parse_argv(load_flags(profile), argv).given)
     for ch in fix.best.changes:
         canonical = given.get(ch.arg, ch.flag)
-        value = str(ch.new)
+        value = _cli_value(ch.new)
         for i, tok in enumerate(argv):
             name, eq, _ = tok.partition("=")
-            # argparse accepts any unambiguous prefix of a long option (--speculative-algo)
+            # argparse accepts any unambiguous prefix of a long option (--speculative-algo),
+            # and vLLM underscores for dashes (--max_model_len)
             if not (
-                name.startswith("--")
+                name == canonical
+                or name.startswith("--")
                 and len(name) > 2
                 and canonical.replace("_", "-").startswith(name.replace("_", "-"))
             ):
@@ -424,3 +427,12 @@ def fixed_command(command: str, fix: Fix, engine: str, profile: str | None) -> s
         else:
             argv += [ch.flag, value]
     return quote_command(cmd.entrypoint, argv, cmd.env)
+
+
+def _cli_value(v: Any) -> str:
+    """A fix value as the engines read it: floats short, config dicts as JSON."""
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, dict):
+        return json.dumps(v, separators=(",", ":"))
+    return str(v)

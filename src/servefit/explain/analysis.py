@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from servefit.explain.catalogue import catalogue_for
 from servefit.explain.fix import minimal_fix
-from servefit.explain.levers import LEVERS, Context, Lever, Option, flag_name, levers_for
+from servefit.explain.levers import Context, Lever, Option, levers_for
 from servefit.explain.outcome import delta, outcome, signature
 from servefit.explain.replan import prepared, replan
 from servefit.explain.schema import (
@@ -21,15 +22,12 @@ from servefit.plan.planner import PlanRequest, plan
 from servefit.plan.schema import Plan
 
 GiB = 1 << 30
-DEFAULT_MIN_FREE_GIB = 2.0
-# user args that are not levers but are worth testing for effect when given
-_SKIP_USER_ARGS = {"model_path", "host", "port", "served_model_name", "trust_remote_code"}
 
 
 def explain_request(
     request: PlanRequest,
     *,
-    min_free_gib: float = DEFAULT_MIN_FREE_GIB,
+    min_free_gib: float | None = None,
     with_fix: bool = True,
     allow_lossy: bool = False,
 ) -> Explanation:
@@ -39,24 +37,21 @@ def explain_request(
     ctx = Context(request=req, plan=base_plan, model=model, profile=base_plan.engine.profile)
     target = base_plan.pools.context_len
     base = outcome(base_plan, target)
-    levers = [_lever_effect(lv, ctx, base, target) for lv in levers_for(ctx)]
+    levers = [
+        effect
+        for lv in levers_for(ctx)
+        if (effect := _lever_effect(lv, ctx, base, target)).values  # no value: nothing to say
+    ]
     flags = _user_flags(ctx, base, target)
     fix = None
-    sglang = base_plan.engine.name == "sglang"  # the lever catalogue mirrors SGLang releases
-    if with_fix and sglang and (base.verdict != "ok" or base.free_gib < 0):
+    if with_fix and (base.verdict != "ok" or base.free_gib < 0):
+        if min_free_gib is None:
+            min_free_gib = ctx.catalogue.min_free_gib
         fix = minimal_fix(ctx, base, min_free_gib=min_free_gib, allow_lossy=allow_lossy)
     return Explanation(
         plan=base_plan,
         outcome=base,
-        why=why(base_plan, base)
-        + (
-            []
-            if sglang
-            else [
-                f"Lever analysis covers SGLang releases; {base_plan.engine.name} "
-                "gets the consumers and your flags only."
-            ]
-        ),
+        why=why(base_plan, base),
         consumers=ranked_consumers(base_plan),
         levers=levers,
         user_flags=flags,
@@ -85,27 +80,16 @@ def ranked_consumers(p: Plan) -> list[RankedConsumer]:
 def why(p: Plan, o: Outcome) -> list[str]:
     """Plain sentences: what fails and by how much, or what bounds concurrency."""
     r, pools = p.per_rank, p.pools
-    f = p.resolved_args.get("mem_fraction_static")
+    cat = catalogue_for(p.engine.name)
     out = []
-    budget = _budget_formula(p)
     if o.verdict != "ok":
         out.append(f"Fails: {p.error}")
         if p.error_detail:
             out.append(f"Cause: {p.error_detail}.")
         elif p.error_consumer:
             out.append(f"Cause: the {p.error_consumer}.")
-        if budget:
-            out.append(budget)
-        taken = r.mamba_state_gib + r.spec_state_gib
-        if taken and pools.budget_gib > 0:
-            out.append(
-                f"State reservations {taken:.2f} GiB (state pool {r.mamba_state_gib:.2f} + "
-                f"speculative state {r.spec_state_gib:.2f}) vs budget {pools.budget_gib:.2f} GiB: "
-                f"{taken - pools.budget_gib:+.2f} GiB short for the KV cache."
-            )
-        return out
-    if budget:
-        out.append(budget)
+        return out + cat.budget_notes(p, True)
+    out += cat.budget_notes(p, False)
     out.append(
         f"Starts: {o.kv_tokens:,} KV tokens = {o.full_context_requests:g} requests of "
         f"{o.target_context:,} tokens; {o.max_running_requests} running requests "
@@ -127,29 +111,9 @@ def why(p: Plan, o: Outcome) -> list[str]:
             f"But {-r.free_gib:.2f} GiB more than the GPU has is needed after the pools "
             "(draft weights/KV come out of the reserve): expect a CUDA out-of-memory."
         )
-    if f is not None and o.free_gib >= 0:
-        out.append(f"Headroom after pools: {o.free_gib:.2f} GiB (activations, CUDA graphs).")
+    elif o.free_gib >= 0:
+        out.append(f"Headroom after the pools: {o.free_gib:.2f} GiB ({cat.headroom_means}).")
     return out
-
-
-def _budget_formula(p: Plan) -> str | None:
-    r = p.per_rank
-    f = p.resolved_args.get("mem_fraction_static")
-    if f is None:
-        return None
-    plain = r.pre_load_free_gib * f - r.weights_gib
-    with_draft = plain - r.draft_weights_gib
-    b = p.pools.budget_gib
-    if abs(b - plain) < 0.01:
-        tail = ""
-    elif abs(b - with_draft) < 0.01:
-        tail = f" - draft weights {r.draft_weights_gib:.2f}"
-    else:
-        return f"Budget for state + KV: {b:.2f} GiB per rank."
-    return (
-        f"Budget for state + KV: {b:.2f} GiB = pre-load free {r.pre_load_free_gib:.2f} x "
-        f"mem_fraction_static {f:.4g} - weights {r.weights_gib:.2f}{tail}."
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -160,14 +124,16 @@ def _budget_formula(p: Plan) -> str | None:
 def _lever_effect(lv: Lever, ctx: Context, base: Outcome, target: int) -> LeverEffect:
     dest = lv.dest(ctx.profile) or lv.name
     values: list[LeverValue] = []
+    rejected: list[str] = []
     plans: list[tuple[Option, Plan]] = []
     for opt in lv.values(ctx):
         p, err = replan(ctx.request, opt)
         if p is None:
             values.append(LeverValue(label=opt.label, args=opt.args, rejected=err))
+            rejected.append(err or "")
             continue
         # the context lever is judged at its own context; every other lever at the current one
-        o = outcome(p, p.pools.context_len if lv.name == "context_length" else target)
+        o = outcome(p, p.pools.context_len if lv.context else target)
         plans.append((opt, p))
         values.append(
             LeverValue(
@@ -180,8 +146,12 @@ def _lever_effect(lv: Lever, ctx: Context, base: Outcome, target: int) -> LeverE
             )
         )
     valid = [v for v in values if v.outcome is not None]
-    no_effect = bool(valid) and all(v.same_as_current for v in valid)
-    reason = _why_no_effect(lv, ctx, base, plans, dest) if no_effect else _summary(base, valid)
+    if not valid and rejected:  # the engine accepts no other value: nothing to change
+        no_effect = True
+        reason = lv.unused_when(ctx) or f"every value tried is rejected: {rejected[0]}"
+    else:
+        no_effect = bool(valid) and all(v.same_as_current for v in valid)
+        reason = _why_no_effect(lv, ctx, base, plans, dest) if no_effect else _summary(base, valid)
     return LeverEffect(
         name=lv.name,
         title=lv.title,
@@ -195,15 +165,16 @@ def _lever_effect(lv: Lever, ctx: Context, base: Outcome, target: int) -> LeverE
 
 
 def _lever_flag(lv: Lever, ctx: Context) -> str:
+    cat = ctx.catalogue
     if lv.name == "parallelism":
-        return f"{flag_name(ctx.profile, 'tp_size')} / {flag_name(ctx.profile, 'pp_size')}"
-    return flag_name(ctx.profile, lv.dest(ctx.profile) or lv.name)
+        return f"{cat.flag(ctx.profile, cat.tp_dest)} / {cat.flag(ctx.profile, cat.pp_dest)}"
+    return cat.flag(ctx.profile, lv.dest(ctx.profile) or lv.name)
 
 
 def _current(lv: Lever, ctx: Context, dest: str) -> Any:
     if lv.name == "parallelism":
         return f"TP {ctx.plan.hardware.tp_size} x PP {ctx.plan.hardware.pp_size}"
-    if lv.name == "context_length":
+    if lv.context:
         return ctx.plan.pools.context_len
     if lv.name == "max_mamba_cache_size":
         return ctx.plan.pools.max_mamba_cache_size
@@ -280,15 +251,16 @@ def _summary(base: Outcome, valid: list[LeverValue]) -> str:
 
 
 def _user_flags(ctx: Context, base: Outcome, current_target: int) -> list[FlagEffect]:
-    by_dest = {lv.dest(ctx.profile): lv for lv in LEVERS if lv.dest(ctx.profile)}
+    cat = ctx.catalogue
+    by_dest = {lv.dest(ctx.profile): lv for lv in cat.levers if lv.dest(ctx.profile)}
     out = []
     for dest, value in ctx.plan.user_args.items():
-        if dest in _SKIP_USER_ARGS or dest.startswith("_"):
+        if dest in cat.not_user_levers or dest.startswith("_"):
             continue
         target = current_target
         p, err = replan(ctx.request, Option("default", {dest: None}))
-        flag = flag_name(ctx.profile, dest)
-        if p is not None and dest == "context_length":
+        flag = cat.flag(ctx.profile, dest)
+        if p is not None and dest == cat.context_dest:
             target = p.pools.context_len
         if p is None:
             out.append(

@@ -9,10 +9,12 @@ context, then more KV tokens and more headroom).
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from itertools import combinations
 from typing import Any
 
-from servefit.explain.levers import Context, Lever, Option, flag_name, levers_for
+from servefit.explain.levers import Context, Lever, Option, levers_for
 from servefit.explain.outcome import outcome, signature, starts
 from servefit.explain.replan import changed_dests, replan
 from servefit.explain.schema import Fix, FixCandidate, FixChange, Outcome
@@ -99,8 +101,9 @@ def _evaluate(
     dests = changed_dests(ctx.args, args)
     if not dests:
         return None, o
+    cat = ctx.catalogue
     changes = [
-        FixChange(flag=flag_name(ctx.profile, d), dest=d, old=ctx.args.get(d), new=args[d])
+        FixChange(flag=cat.flag(ctx.profile, d), dest=d, old=ctx.args.get(d), new=args[d])
         for d in dests
     ]
     full = dict(ctx.plan.user_args)
@@ -117,21 +120,19 @@ def _evaluate(
             outcome=o,
             concurrency_loss=round(max(0.0, intended - o.effective_concurrency), 2),
             context_loss=max(0, ctx.plan.pools.context_len - o.context_len),
-            command_flags=command_flags(changes),
+            command_flags=command_flags(changes, lambda d, v: cat.tokens(ctx.profile, d, v)),
         ),
         o,
     )
 
 
-def command_flags(changes: list[FixChange]) -> str:
+def command_flags(changes: list[FixChange], tokens: Callable[[str, Any], list[str]]) -> str:
+    """The changes as CLI text; `tokens(dest, value)` is the engine's spelling of one setting
+    ([] when the engine default is meant, shown as "(drop FLAG)")."""
     parts = []
     for c in changes:
-        if isinstance(c.new, bool):
-            parts.append(c.flag if c.new else f"(drop {c.flag})")
-        elif c.new is None:
-            parts.append(f"(drop {c.flag})")
-        else:
-            parts.append(f"{c.flag} {c.new:g}" if isinstance(c.new, float) else f"{c.flag} {c.new}")
+        toks = tokens(c.dest, c.new)
+        parts.append(" ".join(shlex.quote(t) for t in toks) if toks else f"(drop {c.flag})")
     return " ".join(parts)
 
 
@@ -142,6 +143,7 @@ def _key(c: FixCandidate) -> tuple:
         c.concurrency_loss,
         c.context_loss,
         -o.kv_tokens,
+        -o.max_running_requests,  # the same KV: a higher cap lets more short requests run
         -o.free_gib,
     )
 

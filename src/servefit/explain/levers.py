@@ -5,6 +5,9 @@ speculative algorithm, ...), and generates candidate values from the current pla
 value does is never written here: explain and fix re-plan every value. The only prose is
 `unused_when`, which states, from the current plan's own numbers, why the engine does not read
 the flag; it is used only after re-planning has shown that no value changes anything.
+
+This module holds the shared types and SGLang's catalogue; vLLM's is levers_vllm.py.
+`levers_for` picks the plan's engine's catalogue (servefit/explain/catalogue.py).
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servefit.model.spec import ModelSpec
 from servefit.plan.planner import PlanRequest
 from servefit.plan.schema import Plan
+
+if TYPE_CHECKING:
+    from servefit.explain.catalogue import Catalogue
 
 SPEC_ARGS = (
     "speculative_algorithm",
@@ -42,6 +48,12 @@ class Context:
         return self.plan.resolved_args
 
     @property
+    def catalogue(self) -> Catalogue:
+        from servefit.explain.catalogue import catalogue_for
+
+        return catalogue_for(self.plan.engine.name)
+
+    @property
     def has_state(self) -> bool:
         return self.plan.pools.mamba_layers > 0
 
@@ -56,7 +68,7 @@ class Context:
     @property
     def running(self) -> int:
         """The running-request count the launch aims at: the resolved cap, else the engine's."""
-        mrr = self.args.get("max_running_requests")
+        mrr = self.args.get(self.catalogue.running_dest)
         return int(mrr) if mrr else max(1, self.plan.pools.effective_max_running_requests)
 
 
@@ -78,6 +90,7 @@ class Lever:
     unused_when: Callable[[Context], str | None] = lambda c: None
     lossy: bool = False  # changes numerics: only with allow_lossy in fix and fit
     tags: tuple[str, ...] = field(default_factory=tuple)
+    context: bool = False  # sets the context length: its values are judged at their own context
 
     def dest(self, profile: str) -> str | None:
         return self.dests.get(profile)
@@ -96,19 +109,32 @@ def flag_name(profile: str, dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def _fmt(v: Any) -> str:
+def cli_tokens(profile: str, dest: str, value: Any) -> list[str]:
+    """SGLang CLI tokens that set `dest` to `value`: store_true flags bare when True, nothing
+    when False or None (the engine default)."""
+    if value is None or value is False:
+        return []
+    flag = flag_name(profile, dest)
+    if value is True:
+        return [flag]
+    if isinstance(value, (list, tuple)):
+        return [flag, *(fmt_value(v) for v in value)]
+    return [flag, fmt_value(value)]
+
+
+def fmt_value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
 
 
-def _opts(dest: str, values: list[Any], current: Any) -> list[Option]:
+def options(dest: str, values: list[Any], current: Any) -> list[Option]:
     out, seen = [], set()
     for v in values:
         if v is None or v == current or v in seen:
             continue
         seen.add(v)
-        out.append(Option(_fmt(v), {dest: v}))
+        out.append(Option(fmt_value(v), {dest: v}))
     return out
 
 
@@ -125,30 +151,30 @@ def _fraction_values(c: Context) -> list[Option]:
     cur = _f(c)
     grid = {0.8, 0.85, 0.88, 0.9, 0.92, 0.94, round(cur - 0.03, 2), round(cur + 0.03, 2)}
     vals = sorted(v for v in grid if 0.5 <= v <= 0.97 and abs(v - cur) > 1e-9)
-    return _opts("mem_fraction_static", vals, cur)
+    return options("mem_fraction_static", vals, cur)
 
 
 def _fraction_fix(c: Context) -> list[Option]:
     cur = _f(c)
     vals = [round(0.6 + 0.01 * i, 2) for i in range(38)]  # 0.60 .. 0.97
-    return _opts("mem_fraction_static", [v for v in vals if abs(v - cur) > 1e-9], cur)
+    return options("mem_fraction_static", [v for v in vals if abs(v - cur) > 1e-9], cur)
 
 
 def _running_values(c: Context) -> list[Option]:
     cur = c.running
     vals = {1, 2, 4, 8, 16, 32, 64, 128, max(1, cur // 2), cur * 2}
-    return _opts("max_running_requests", sorted(v for v in vals if v <= max(256, 2 * cur)), cur)
+    return options("max_running_requests", sorted(v for v in vals if v <= max(256, 2 * cur)), cur)
 
 
 def _running_fix(c: Context) -> list[Option]:
     cur = c.running
     vals = list(range(1, min(cur, 64) + 1)) + [v for v in (80, 96, 128, 192, 256) if v < cur]
-    return _opts("max_running_requests", vals, cur)
+    return options("max_running_requests", vals, cur)
 
 
 def _ratio_values(c: Context) -> list[Option]:
     cur = c.args.get("mamba_full_memory_ratio")
-    return _opts("mamba_full_memory_ratio", [0.1, 0.3, 0.5, 0.7, 0.9, 1.5, 2.0, 4.0], cur)
+    return options("mamba_full_memory_ratio", [0.1, 0.3, 0.5, 0.7, 0.9, 1.5, 2.0, 4.0], cur)
 
 
 def _cache_values(c: Context, fine: bool = False) -> list[Option]:
@@ -157,11 +183,11 @@ def _cache_values(c: Context, fine: bool = False) -> list[Option]:
     cur = p.max_mamba_cache_size
     base = range(1, c.running + 1) if fine else (4, 8, 16, 32, 48, 64)
     vals = sorted({slots * r for r in base} | ({max(1, cur // 2), cur * 2} if cur else set()))
-    return _opts("max_mamba_cache_size", [v for v in vals if v != cur], cur)
+    return options("max_mamba_cache_size", [v for v in vals if v != cur], cur)
 
 
 def _ssm_values(c: Context) -> list[Option]:
-    return _opts("mamba_ssm_dtype", ["bfloat16", "float32"], c.args.get("mamba_ssm_dtype"))
+    return options("mamba_ssm_dtype", ["bfloat16", "float32"], c.args.get("mamba_ssm_dtype"))
 
 
 def _steps_values(c: Context) -> list[Option]:
@@ -179,7 +205,7 @@ def _steps_values(c: Context) -> list[Option]:
 
 def _draft_values(c: Context) -> list[Option]:
     cur = c.args.get("speculative_num_draft_tokens")
-    return _opts("speculative_num_draft_tokens", [2, 3, 4, 6, 8], cur)
+    return options("speculative_num_draft_tokens", [2, 3, 4, 6, 8], cur)
 
 
 def _spec_off(c: Context) -> list[Option]:
@@ -192,28 +218,28 @@ def _context_values(c: Context) -> list[Option]:
     cur = c.plan.pools.context_len
     top = derived_context_len(c.model)
     vals = [v for v in (4096, 8192, 16384, 32768, 65536, 131072, 262144) if v <= top] + [top]
-    return _opts("context_length", sorted(set(vals)), cur)
+    return options("context_length", sorted(set(vals)), cur)
 
 
 def _context_fix(c: Context) -> list[Option]:
     cur = c.plan.pools.context_len
-    return _opts("context_length", [v for v in (4096, 8192, 16384, 24576) if v < cur], cur)
+    return options("context_length", [v for v in (4096, 8192, 16384, 24576) if v < cur], cur)
 
 
 def _kv_values(c: Context) -> list[Option]:
     cur = c.args.get("kv_cache_dtype") or "auto"
     vals = ["fp8_e4m3", "auto"] if not str(cur).startswith("fp8") else ["auto"]
-    return _opts("kv_cache_dtype", vals, cur)
+    return options("kv_cache_dtype", vals, cur)
 
 
 def _chunk_values(c: Context) -> list[Option]:
-    return _opts(
+    return options(
         "chunked_prefill_size", [2048, 4096, 8192, 16384], c.args.get("chunked_prefill_size")
     )
 
 
 def _graph_values(dest: str) -> Callable[[Context], list[Option]]:
-    return lambda c: _opts(dest, [8, 16, 32, 64, 128, 256], c.args.get(dest))
+    return lambda c: options(dest, [8, 16, 32, 64, 128, 256], c.args.get(dest))
 
 
 def _radix_values(c: Context) -> list[Option]:
@@ -222,12 +248,14 @@ def _radix_values(c: Context) -> list[Option]:
 
 
 def _strategy_values(dest: str, choices: tuple[str, ...]) -> Callable[[Context], list[Option]]:
-    return lambda c: _opts(dest, list(choices), c.args.get(dest))
+    return lambda c: options(dest, list(choices), c.args.get(dest))
 
 
-def _parallel_values(c: Context) -> list[Option]:
+def parallel_values(c: Context) -> list[Option]:
+    """Every TP x PP over the launch's GPUs and over twice as many (the engine's own names)."""
     n = c.request.num_gpus or c.world
     hw = c.plan.hardware
+    tp_dest, pp_dest = c.catalogue.tp_dest, c.catalogue.pp_dest
     out = []
     for total in (n, 2 * n):
         for tp in _divisors(total):
@@ -235,13 +263,13 @@ def _parallel_values(c: Context) -> list[Option]:
             if (tp, pp) == (hw.tp_size, hw.pp_size):
                 continue
             label = f"TP {tp} x PP {pp}" + ("" if total == n else f" ({total} GPUs)")
-            out.append(Option(label, {"tp_size": tp, "pp_size": pp}, num_gpus=total))
+            out.append(Option(label, {tp_dest: tp, pp_dest: pp}, num_gpus=total))
     return out
 
 
-def _parallel_fix(c: Context) -> list[Option]:
+def parallel_fix(c: Context) -> list[Option]:
     n = c.request.num_gpus or c.world
-    return [o for o in _parallel_values(c) if o.num_gpus == n]
+    return [o for o in parallel_values(c) if o.num_gpus == n]
 
 
 def _divisors(n: int) -> list[int]:
@@ -253,7 +281,7 @@ def _divisors(n: int) -> list[int]:
 # --------------------------------------------------------------------------------------------
 
 
-def _change_reason(c: Context, arg: str) -> str | None:
+def change_reason(c: Context, arg: str) -> str | None:
     ch = next((x for x in c.plan.changes if x.arg == arg), None)
     return ch.reason if ch else None
 
@@ -264,10 +292,10 @@ def _ratio_unused(c: Context) -> str | None:
         return None
     why = f"the state pool is sized by {sizing}"
     if "radix cache disabled" in sizing:
-        radix = _change_reason(c, "disable_radix_cache")
+        radix = change_reason(c, "disable_radix_cache")
         if radix:
             why += f"; the engine disabled the radix cache because {radix}"
-        mrr = _change_reason(c, "max_running_requests")
+        mrr = change_reason(c, "max_running_requests")
         if mrr:
             why += f", and max_running_requests={c.args.get('max_running_requests')} ({mrr})"
     return why + ", so --mamba-full-memory-ratio is never read"
@@ -287,7 +315,7 @@ def _heuristic_only(c: Context) -> str | None:
     if "mem_fraction_static" in c.plan.user_args:
         return (
             "it only enters the default --mem-fraction-static heuristic, and "
-            f"--mem-fraction-static {_fmt(c.plan.user_args['mem_fraction_static'])} is given"
+            f"--mem-fraction-static {fmt_value(c.plan.user_args['mem_fraction_static'])} is given"
         )
     return None
 
@@ -371,7 +399,12 @@ LEVERS: tuple[Lever, ...] = (
         applies=lambda c: c.spec is not None,
     ),
     Lever(
-        "context_length", "context length", _same("context_length"), _context_values, _context_fix
+        "context_length",
+        "context length",
+        _same("context_length"),
+        _context_values,
+        _context_fix,
+        context=True,
     ),
     Lever(
         "kv_cache_dtype",
@@ -425,12 +458,12 @@ LEVERS: tuple[Lever, ...] = (
         "parallelism",
         "TP / PP",
         {"0.5.9": "tp_size", "0.5.23": "tp_size"},
-        _parallel_values,
-        _parallel_fix,
+        parallel_values,
+        parallel_fix,
     ),
 )
 
 
 def levers_for(c: Context) -> list[Lever]:
-    """The levers that exist in this engine release and apply to this plan."""
-    return [lv for lv in LEVERS if lv.dest(c.profile) and lv.applies(c)]
+    """The levers of the plan's engine (its catalogue) that exist in this release and apply."""
+    return [lv for lv in c.catalogue.levers if lv.dest(c.profile) and lv.applies(c)]

@@ -38,13 +38,22 @@ def memory_gib(plan: Plan) -> dict[str, float]:
 
 def outcome(plan: Plan, target_context: int | None = None) -> Outcome:
     """The comparable numbers of `plan`, concurrency measured at `target_context`
-    (default: the context length the plan resolved)."""
+    (default: the context length the plan resolved).
+
+    Full-context requests are KV tokens / target, or, at the plan's own context, the engine's
+    own count when it reports one (vLLM's blocks / blocks per request, which also counts the
+    Mamba blocks each request holds). free_gib is the engine's headroom after everything it
+    reserves (servefit/explain/budget.py)."""
+    from servefit.explain.catalogue import catalogue_for
+
     p = plan.pools
     ok = plan.verdict == "ok"
     target = int(target_context or p.context_len or 1)
     tokens = p.max_total_num_tokens if ok else 0
     running = p.effective_max_running_requests if ok else 0
     full = tokens / target if target else 0.0
+    if ok and p.max_concurrency is not None and target == p.context_len:
+        full = p.max_concurrency
     return Outcome(
         verdict=plan.verdict,
         error=plan.error,
@@ -55,7 +64,7 @@ def outcome(plan: Plan, target_context: int | None = None) -> Outcome:
         target_context=target,
         full_context_requests=round(full, 2),
         effective_concurrency=round(min(float(running), full), 2),
-        free_gib=round(plan.per_rank.free_gib, 3),
+        free_gib=round(catalogue_for(plan.engine.name).headroom(plan), 3),
         state_slots=p.max_mamba_cache_size,
         state_slots_per_request=p.mamba_slots_per_request,
         state_sizing=p.mamba_sizing,

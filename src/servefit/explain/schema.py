@@ -33,7 +33,9 @@ class Outcome(_Frozen):
     target_context: int  # the context the concurrency is measured at
     full_context_requests: float  # kv_tokens / target_context
     effective_concurrency: float
-    free_gib: float  # predicted free after all pools: headroom for activations and CUDA graphs
+    # predicted headroom after all pools: SGLang, what the activations and CUDA graphs get;
+    # vLLM, what is left beyond its budget (which holds the activation peak and the graphs)
+    free_gib: float
     state_slots: int | None = None  # max_mamba_cache_size
     state_slots_per_request: int | None = None
     state_sizing: str | None = None  # which branch sized the state pool

@@ -14,45 +14,14 @@ from dataclasses import replace
 from typing import Any
 
 from servefit.errors import ArgumentError
-from servefit.explain.levers import LEVERS, flag_name
 from servefit.explain.outcome import outcome, signature
 from servefit.explain.replan import try_plan
 from servefit.explain.schema import Outcome
 from servefit.fit.command import launch_commands
 from servefit.fit.request import Eval, FitRequest
 from servefit.fit.schema import FitCandidate, Sweep
+from servefit.fit.space import FitSpace
 from servefit.plan.planner import PlanRequest
-
-BASE_DESTS = frozenset(
-    {
-        "tp_size",
-        "context_length",
-        "speculative_algorithm",
-        "speculative_draft_model_path",
-        "speculative_num_steps",
-        "speculative_eagle_topk",
-        "speculative_num_draft_tokens",
-    }
-)
-# Engine attributes that size memory: the lever catalogue plus the few others the planner reads.
-MEMORY_DESTS = frozenset(
-    {d for lv in LEVERS for d in lv.dests.values()}
-    | {
-        "pp_size",
-        "dp_size",
-        "ep_size",
-        "enable_dp_attention",
-        "max_total_tokens",
-        "max_prefill_tokens",
-        "page_size",
-        "cuda_graph_bs",
-        "disable_cuda_graph",
-        "disable_overlap_schedule",
-        "mamba_track_interval",
-        "attention_backend",
-    }
-)
-_NOT_CARRIED = BASE_DESTS | MEMORY_DESTS | {"model_path", "nnodes", "node_rank", "dist_init_addr"}
 
 
 def effective(req: FitRequest, o: Outcome) -> float:
@@ -62,30 +31,32 @@ def effective(req: FitRequest, o: Outcome) -> float:
     return float(math.floor(eff)) if eff >= 1 else eff
 
 
-def changed(args: dict[str, Any]) -> list[str]:
+def changed(space: FitSpace, args: dict[str, Any]) -> list[str]:
     """Tuning flags: memory-relevant args beyond model, TP, context and speculation."""
     return sorted(
-        k for k, v in args.items() if k in MEMORY_DESTS and k not in BASE_DESTS and v is not None
+        k
+        for k, v in args.items()
+        if k in space.memory_dests and k not in space.base_dests and v is not None
     )
 
 
-def key(req: FitRequest, e: Eval) -> tuple:
+def key(req: FitRequest, space: FitSpace, e: Eval) -> tuple:
     o = e.outcome
     meets = req.concurrency is None or o.max_running_requests >= req.concurrency
     return (
         meets,
         effective(req, o),
         math.floor(o.free_gib / 0.5),
-        -len(changed(e.args)),
+        -len(changed(space, e.args)),
         o.kv_tokens,
         o.free_gib,
     )
 
 
-def rank(req: FitRequest, ok: list[Eval]) -> list[Eval]:
+def rank(req: FitRequest, space: FitSpace, ok: list[Eval]) -> list[Eval]:
     out, families = [], set()
-    for e in sorted(ok, key=lambda x: key(req, x), reverse=True):
-        fam = (e.tp, e.pp, tuple(changed(e.args)))
+    for e in sorted(ok, key=lambda x: key(req, space, x), reverse=True):
+        fam = (e.tp, e.pp, tuple(changed(space, e.args)))
         if fam in families:
             continue
         families.add(fam)
@@ -93,29 +64,30 @@ def rank(req: FitRequest, ok: list[Eval]) -> list[Eval]:
     return out
 
 
-def _flag_text(profile: str, dest: str, v: Any) -> str:
-    flag = flag_name(profile, dest)
-    if v is True:
-        return flag
-    return f"{flag} {v:g}" if isinstance(v, float) else f"{flag} {v}"
+def _flag_text(space: FitSpace, profile: str, dest: str, v: Any) -> str:
+    tokens = space.catalogue.tokens(profile, dest, v)
+    return " ".join(tokens) if tokens else f"(no {space.catalogue.flag(profile, dest)})"
 
 
-def ineffective(req: FitRequest, proto: PlanRequest, e: Eval, profile: str) -> list[str]:
+def ineffective(
+    req: FitRequest, space: FitSpace, proto: PlanRequest, e: Eval, profile: str
+) -> list[str]:
     """The candidate's tuning flags whose removal changes no pool, verdict or concurrency."""
     out = []
     base_sig = signature(e.outcome)
-    for d in changed(e.args):
-        if d == "pp_size":
+    for d in changed(space, e.args):
+        if d == space.catalogue.pp_dest:
             continue
         args = {k: v for k, v in e.args.items() if k != d}
         p, _ = try_plan(replace(proto, args=args, num_gpus=e.tp * e.pp))
         if p is not None and signature(outcome(p, req.context)) == base_sig:
-            out.append(_flag_text(profile, d, e.args[d]))
+            out.append(_flag_text(space, profile, d, e.args[d]))
     return out
 
 
 def candidate(
     req: FitRequest,
+    space: FitSpace,
     proto: PlanRequest,
     e: Eval,
     rank_no: int,
@@ -126,7 +98,13 @@ def candidate(
     o = e.outcome
     slots = o.state_slots_per_request or 1
     stranded_state = max(0, o.state_slots - o.max_running_requests * slots) if o.state_slots else 0
-    extra = {k: v for k, v in (req.baseline or {}).items() if k not in _NOT_CARRIED}
+    # what the baseline carries is planned in e.args already; host and port are left
+    extra = {
+        k: v
+        for k, v in (req.baseline or {}).items()
+        if k not in space.not_carried and k not in e.args
+    }
+    pp_dest = space.catalogue.pp_dest
     return FitCandidate(
         rank=rank_no,
         tp_size=e.tp,
@@ -135,14 +113,15 @@ def candidate(
         gpus_per_node=req.num_gpus,
         args=e.args,
         changed_flags=[
-            _flag_text(profile, d, e.args[d]) for d in changed(e.args) if d != "pp_size"
+            _flag_text(space, profile, d, e.args[d]) for d in changed(space, e.args) if d != pp_dest
         ],
-        ineffective_flags=ineffective(req, proto, e, profile),
+        ineffective_flags=ineffective(req, space, proto, e, profile),
         outcome=o,
         meets_concurrency=(o.max_running_requests >= req.concurrency) if req.concurrency else None,
         stranded_state_slots=stranded_state,
         stranded_kv_tokens=max(0, o.kv_tokens - o.max_running_requests * req.context),
         commands=launch_commands(
+            space.catalogue.engine,
             profile,
             model_path,
             e.args,
@@ -156,20 +135,23 @@ def candidate(
     )
 
 
-def baseline(req: FitRequest, proto: PlanRequest, profile: str, model_path: str) -> FitCandidate:
+def baseline(
+    req: FitRequest, space: FitSpace, proto: PlanRequest, profile: str, model_path: str
+) -> FitCandidate:
     args = dict(req.baseline or {})
-    tp, pp = int(args.get("tp_size") or 1), int(args.get("pp_size") or 1)
+    tp, pp = space.parallel_of(args)
     p, err = try_plan(replace(proto, args=args, num_gpus=tp * pp))
     if p is None:
         raise ArgumentError(f"the baseline launch cannot be planned: {err}")
     ok = p.verdict == "ok"
     e = Eval(tp, pp, "", None, "", None, args, outcome(p, req.context), ok)
-    return candidate(req, proto, e, 0, profile, model_path, commands=False)
+    return candidate(req, space, proto, e, 0, profile, model_path, commands=False)
 
 
-def sweeps(best: Eval, evals: list[Eval], profile: str) -> list[Sweep]:
-    """Effective concurrency of the best's family as --mem-fraction-static, then
-    --max-running-requests, moves (the other flags of the best kept)."""
+def sweeps(best: Eval, evals: list[Eval], space: FitSpace, profile: str) -> list[Sweep]:
+    """Effective concurrency of the best's family as the memory fraction, then the
+    running-request cap, moves (the other flags of the best kept)."""
+    cat = space.catalogue
     same = [e for e in evals if (e.tp, e.pp, e.outer) == (best.tp, best.pp, best.outer)]
     by_f = sorted(
         (e for e in same if (e.running, e.state) == (best.running, best.state) and e.fraction),
@@ -185,14 +167,14 @@ def sweeps(best: Eval, evals: list[Eval], profile: str) -> list[Sweep]:
     )
     out = []
     for lever, rows, x in (
-        ("mem_fraction_static", by_f, lambda e: e.fraction),
-        ("max_running_requests", by_r, lambda e: e.running),
+        (cat.fraction_dest, by_f, lambda e: e.fraction),
+        (cat.running_dest, by_r, lambda e: e.running),
     ):
         if len(rows) > 1:
             out.append(
                 Sweep(
                     lever=lever,
-                    flag=flag_name(profile, lever),
+                    flag=cat.flag(profile, lever),
                     x=[x(e) for e in rows],
                     effective_concurrency=[e.outcome.effective_concurrency for e in rows],
                     kv_tokens=[e.outcome.kv_tokens for e in rows],

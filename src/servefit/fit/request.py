@@ -1,4 +1,4 @@
-"""The inputs of a fit (FitRequest), one evaluated candidate (Eval), and --spec's engine args."""
+"""The inputs of a fit (FitRequest) and one evaluated candidate (Eval)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,11 @@ class FitRequest:
     spec_steps: int | None = None
     draft_model: str | None = None
     engine: str = "sglang"
-    allow_lossy: bool = False  # search --kv-cache-dtype fp8_e4m3 and --mamba-ssm-dtype bfloat16
-    allow_no_radix: bool = False  # search --disable-radix-cache for hybrid models
-    min_free_gib: float = 2.0
+    allow_lossy: bool = False  # search fp8 KV and bf16 SSM state (the engine's own flags)
+    # search prefix caching off for hybrid models (SGLang --disable-radix-cache, vLLM
+    # --no-enable-prefix-caching)
+    allow_no_radix: bool = False
+    min_free_gib: float | None = None  # None: the engine's (servefit/explain/catalogue.py)
     top: int = 3
     env: dict[str, str] = field(default_factory=dict)
     gpu_mem_mib: int | None = None
@@ -50,38 +52,6 @@ class Eval:
     ok: bool
 
 
-def spec_arguments(
-    spec: str, steps: int | None, draft: str | None, model: ModelSpec
-) -> dict[str, Any]:
-    s = (spec or "none").lower()
-    if s in ("none", "off", "no"):
-        return {}
-    steps = steps or 3
-    if steps < 1:
-        raise ArgumentError(f"--spec-steps must be at least 1, got {steps}")
-    chain = {
-        "speculative_num_steps": steps,
-        "speculative_eagle_topk": 1,
-        "speculative_num_draft_tokens": steps + 1,
-    }
-    if s in ("mtp", "nextn"):
-        if not model.mtp_layers:
-            raise ArgumentError(
-                f"--spec {s}: {model.name} has no MTP layers; use --spec none, or --spec eagle3 "
-                "--draft-model PATH"
-            )
-        return {"speculative_algorithm": "NEXTN", **chain}
-    if s in ("eagle", "eagle3", "standalone"):
-        if not draft:
-            raise ArgumentError(f"--spec {s} needs --draft-model PATH (the draft checkpoint)")
-        return {"speculative_algorithm": s.upper(), "speculative_draft_model_path": draft, **chain}
-    if s == "ngram":
-        return {"speculative_algorithm": "NGRAM"}
-    raise ArgumentError(
-        f"unknown --spec {spec!r}; use none, mtp, eagle, eagle3, standalone or ngram"
-    )
-
-
 def check(req: FitRequest) -> None:
     for name, val in (
         ("--num-gpus", req.num_gpus),
@@ -92,7 +62,7 @@ def check(req: FitRequest) -> None:
             raise ArgumentError(f"{name} must be a positive integer, got {val}")
     if req.concurrency is not None and req.concurrency < 1:
         raise ArgumentError(f"--concurrency must be a positive integer, got {req.concurrency}")
-    if req.min_free_gib < 0:
+    if req.min_free_gib is not None and req.min_free_gib < 0:
         raise ArgumentError(f"--min-free-gib must be >= 0, got {req.min_free_gib}")
     if req.top < 1:
         raise ArgumentError(f"--top must be at least 1, got {req.top}")

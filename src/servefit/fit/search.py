@@ -1,12 +1,15 @@
 """fit: search parallelism and flags for launches that start, best effective concurrency first.
 
 Every candidate is a real plan() of the engine profile. The grid: each TP x PP layout that uses
-all GPUs (x nodes), then (if the user allows) lossy dtypes / radix-cache off, then
-max_running_requests, then the state-pool sizing (explicit --max-mamba-cache-size of exactly
-running x slots-per-request, or the ratio), then --mem-fraction-static ascending. The fraction
-loop stops once the headroom after the pools drops under `min_free_gib` (it only shrinks as the
-fraction grows), so candidates past that point are never planned. When the full grid would
-pass MAX_EVALS plans (many layouts, lossy variants), both grids are thinned evenly per layout.
+all GPUs (x nodes), then (if the user allows) lossy dtypes / prefix caching off, then the
+running-request cap (SGLang --max-running-requests, vLLM --max-num-seqs), then SGLang's
+state-pool sizing (explicit --max-mamba-cache-size of exactly running x slots-per-request, or
+the ratio), then the memory fraction ascending (SGLang --mem-fraction-static, vLLM
+--gpu-memory-utilization); the context is the target's. The fraction loop stops once the
+headroom after the pools drops under `min_free_gib` (it only shrinks as the fraction grows), so
+candidates past that point are never planned. When the full grid would pass MAX_EVALS plans
+(many layouts, lossy variants), both grids are thinned evenly per layout. What each engine
+searches: servefit/fit/space.py.
 
 Ranking and what is shown: servefit/fit/rank.py.
 """
@@ -17,19 +20,14 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from servefit.errors import ArgumentError
 from servefit.explain.outcome import outcome, starts
 from servefit.explain.replan import try_plan
 from servefit.fit import rank as ranking
-from servefit.fit.request import Eval, FitRequest, check, spec_arguments
+from servefit.fit.request import Eval, FitRequest, check
 from servefit.fit.schema import FitResult, LayoutNote
+from servefit.fit.space import FitSpace, space_for
 from servefit.plan.planner import PlanRequest, resolve_gpu, resolve_model
 
-F_GRID = tuple(round(0.70 + 0.01 * i, 3) for i in range(15)) + tuple(
-    round(0.85 + 0.005 * i, 3) for i in range(25)
-)  # 0.70 .. 0.84 by 0.01, 0.85 .. 0.97 by 0.005
-R_GRID = tuple(range(1, 33)) + (36, 40, 44, 48, 56, 64, 80, 96, 128, 160, 192, 256)
-RATIOS = (0.3, 0.5, 0.7, 1.5, 2.0)
 MAX_EVALS = 8_000  # past this (many layouts, lossy variants) the grids are thinned evenly
 
 
@@ -37,14 +35,19 @@ def fit(req: FitRequest) -> FitResult:
     check(req)
     from servefit.engines.registry import parse_engine
 
-    if parse_engine(req.engine)[0] != "sglang":
-        raise ArgumentError(
-            f"servefit fit searches SGLang launches (profiles 0.5.9, 0.5.23); got --engine {req.engine}"
-        )
+    space = space_for(parse_engine(req.engine)[0])
+    if req.min_free_gib is None:
+        req = replace(req, min_free_gib=space.catalogue.min_free_gib)
     t0 = time.perf_counter()
     model = resolve_model(req.model)
     gpu = req.gpu if hasattr(req.gpu, "memory_mib") else resolve_gpu(req.gpu, None)[0]
-    spec_args = spec_arguments(req.spec, req.spec_steps, req.draft_model, model)
+    spec_args = space.spec_arguments(req.spec, req.spec_steps, req.draft_model, model)
+    kept = {
+        k: v
+        for k, v in (req.baseline or {}).items()
+        if k in space.kept_from_baseline and v is not None
+    }
+    carried = space.carried(req.baseline)
     total = req.num_gpus * req.nodes
     proto = PlanRequest(
         model=model,
@@ -60,9 +63,7 @@ def fit(req: FitRequest) -> FitResult:
     layouts = sorted((d for d in range(1, total + 1) if total % d == 0), reverse=True)
     for tp in layouts:
         pp = total // tp
-        base = {"tp_size": tp, "context_length": req.context, **spec_args}
-        if pp > 1:
-            base["pp_size"] = pp
+        base = {**carried, **space.layout_args(tp, pp, req.context, spec_args), **kept}
         layout_req = replace(proto, args=base, num_gpus=tp * pp)
         p0, err = try_plan(layout_req)
         if p0 is None:
@@ -70,7 +71,7 @@ def fit(req: FitRequest) -> FitResult:
             continue
         profile = p0.engine.profile
         before = len(evals)
-        _search_layout(req, layout_req, p0, tp, pp, evals, MAX_EVALS // len(layouts))
+        _search_layout(req, space, layout_req, p0, tp, pp, evals, MAX_EVALS // len(layouts))
         mine = evals[before:]
         notes.append(
             LayoutNote(
@@ -86,13 +87,15 @@ def fit(req: FitRequest) -> FitResult:
         from servefit.engines.registry import select
 
         profile = select(req.engine)[1].profile
-    ranked = ranking.rank(req, [e for e in evals if e.ok])
+    ranked = ranking.rank(req, space, [e for e in evals if e.ok])
     model_path = req.model_path or (req.model if isinstance(req.model, str) else model.name)
     best = [
-        ranking.candidate(req, proto, e, i + 1, profile, model_path)
+        ranking.candidate(req, space, proto, e, i + 1, profile, model_path)
         for i, e in enumerate(ranked[: req.top])
     ]
-    baseline = ranking.baseline(req, proto, profile, model_path) if req.baseline else None
+    baseline = (
+        ranking.baseline(req, space, proto, profile, model_path) if req.baseline else None
+    )
     beats = None
     if baseline is not None and best:
         b, o = baseline.outcome, best[0].outcome
@@ -120,13 +123,14 @@ def fit(req: FitRequest) -> FitResult:
         best=best,
         baseline=baseline,
         beats_baseline=beats,
-        sweeps=ranking.sweeps(ranked[0], evals, profile) if ranked else [],
+        sweeps=ranking.sweeps(ranked[0], evals, space, profile) if ranked else [],
         note=None if best else _nothing_note(req, notes),
     )
 
 
 def _search_layout(
     req: FitRequest,
+    space: FitSpace,
     layout_req: PlanRequest,
     p0,
     tp: int,
@@ -135,23 +139,9 @@ def _search_layout(
     budget: int,
 ) -> None:
     has_state = p0.pools.mamba_layers > 0
-    spec = p0.resolved_args.get("speculative_algorithm") is not None
-    slots = p0.pools.mamba_slots_per_request or 1
-    ratio_sized = (p0.pools.mamba_sizing or "").startswith("mamba_full_memory_ratio")
-    outers: list[tuple[str, dict[str, Any]]] = [("", {})]
-    if req.allow_lossy:
-        outers.append(("kv fp8", {"kv_cache_dtype": "fp8_e4m3"}))
-        if has_state:
-            outers.append(("ssm bf16", {"mamba_ssm_dtype": "bfloat16"}))
-            outers.append(
-                ("kv fp8 + ssm bf16", {"kv_cache_dtype": "fp8_e4m3", "mamba_ssm_dtype": "bfloat16"})
-            )
-    if req.allow_no_radix and has_state and not p0.resolved_args.get("disable_radix_cache"):
-        outers += [
-            (f"{k} + no radix".lstrip(" +"), {**a, "disable_radix_cache": True}) for k, a in outers
-        ]
-    running_grid: tuple[int, ...] = R_GRID if has_state or spec else ()
-    f_grid = F_GRID
+    outers = space.outers(req.allow_lossy, req.allow_no_radix, p0)
+    running_grid: tuple[int, ...] = space.running_grid if space.running_needed(p0) else ()
+    f_grid = space.fraction_grid
     # thin both grids evenly when the full grid would pass this layout's share of MAX_EVALS
     k = 1
     while (
@@ -163,15 +153,16 @@ def _search_layout(
         > budget
     ):
         k += 1
-    running_grid, f_grid = _thin(running_grid, k), _thin(F_GRID, k)
+    running_grid, f_grid = _thin(running_grid, k), _thin(f_grid, k)
     r_grid: list[int | None] = [None, *running_grid]
     if req.concurrency and req.concurrency not in r_grid:
         r_grid.append(req.concurrency)
     for outer_key, outer in outers:
         for running in r_grid:
-            for state_key, state in _state_variants(has_state, running, slots, ratio_sized):
+            for state_key, state in space.state_variants(p0, running):
                 _fraction_sweep(
                     req,
+                    space,
                     layout_req,
                     tp,
                     pp,
@@ -193,21 +184,9 @@ def _thin(grid: tuple, k: int) -> tuple:
     return out if out[-1] == grid[-1] else (*out, grid[-1])
 
 
-def _state_variants(
-    has_state: bool, running: int | None, slots: int, ratio_sized: bool
-) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = [("", {})]
-    if not has_state:
-        return out
-    if running is not None and (slots > 1 or ratio_sized):
-        out.append(("exact slots", {"max_mamba_cache_size": running * slots}))
-    if running is None and ratio_sized:
-        out += [(f"ratio {r:g}", {"mamba_full_memory_ratio": r}) for r in RATIOS]
-    return out
-
-
 def _fraction_sweep(
     req: FitRequest,
+    space: FitSpace,
     layout_req: PlanRequest,
     tp: int,
     pp: int,
@@ -219,11 +198,12 @@ def _fraction_sweep(
     f_grid: tuple[float, ...],
     evals: list[Eval],
 ) -> None:
+    cat = space.catalogue
     args = {**layout_req.args, **outer, **state}
     if running is not None:
-        args["max_running_requests"] = running
+        args[cat.running_dest] = running
     for f in (None, *f_grid):
-        a = dict(args) if f is None else {**args, "mem_fraction_static": f}
+        a = dict(args) if f is None else {**args, cat.fraction_dest: f}
         p, _ = try_plan(replace(layout_req, args=a))
         if p is None:
             return

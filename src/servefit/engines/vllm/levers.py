@@ -38,7 +38,8 @@ def _util(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
 def _seqs(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
     s = int(a.get("max_num_seqs") or 256)
     blocks = p.get("mamba_blocks")  # the check that fails start-up for hybrids
-    return _uniq(s, [max(1, s // 2), max(1, s // 4), blocks if blocks and blocks < s else None])
+    smaller = [max(1, s // 2), max(1, s // 4), 16 if s > 16 else None]
+    return _uniq(s, [*smaller, blocks if blocks and blocks < s else None, min(2 * s, 1024)])
 
 
 def _len(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
@@ -48,11 +49,12 @@ def _len(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
 
 def _batched(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
     t = int(a.get("max_num_batched_tokens") or 0)
-    return _uniq(t, [t // 2, 2048]) if t > 2048 else []
+    return _uniq(t, [t // 2 if t > 2048 else None, 2048, 2 * t, 8192]) if t else []
 
 
 def _kv(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
-    return _uniq(a.get("kv_cache_dtype"), ["fp8_e4m3"])
+    cur = a.get("kv_cache_dtype") or "auto"
+    return _uniq(cur, ["auto"] if str(cur).startswith("fp8") else ["fp8_e4m3"])
 
 
 def _ssm(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
@@ -61,7 +63,13 @@ def _ssm(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
 
 def _spec(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
     k = int(a.get("num_speculative_tokens") or 0)
-    return _uniq(k, list(range(1, k))) if k > 1 else []
+    return _uniq(k, [*range(1, k), k + 1]) if k else []
+
+
+def _mamba_block(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
+    # read in Mamba cache mode "all" (0.24.0: the chunk a state is kept every); mode "align"
+    # replaces it with the attention block size; without prefix caching vLLM rejects it
+    return _uniq(a.get("mamba_block_size"), [256, 512, 1024, 2048])
 
 
 def _prefix(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
@@ -80,10 +88,11 @@ LEVERS: tuple[VllmLever, ...] = (
     VllmLever("max_num_batched_tokens", "tokens per step (profiling peak)", _batched),
     VllmLever("kv_cache_dtype", "KV cache dtype", _kv, lossy=True),
     VllmLever("mamba_ssm_cache_dtype", "SSM state dtype", _ssm, lossy=True, hybrid_only=True),
-    VllmLever("num_speculative_tokens", "speculative tokens", _spec, hybrid_only=True),
+    VllmLever("num_speculative_tokens", "speculative tokens", _spec),
     VllmLever(
         "enable_prefix_caching", "prefix caching (Mamba cache mode)", _prefix, hybrid_only=True
     ),
+    VllmLever("mamba_block_size", "Mamba block size", _mamba_block, hybrid_only=True),
     VllmLever("tensor_parallel_size", "tensor parallel size", _tp),
 )
 

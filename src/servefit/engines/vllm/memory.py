@@ -20,11 +20,14 @@ def memory_inputs(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], request: An
     MTP layers when speculative decoding loads them in the same DeviceMemoryProfiler block
     (gpu_model_runner.py:load_model); a measured figure (--measured-weights-gib) is the whole."""
     from servefit.hardware.preload import pre_load_free_gib
-    from servefit.model.weights import weights_per_rank
+
+    # the planner's cache of weights_per_rank(model, tp, pp, ep, include_mtp=True): explain and
+    # fit re-plan one model hundreds of times, and the weights walk is most of a plan's time
+    from servefit.plan.planner import _weights
 
     tp, pp = v["tensor_parallel_size"], v["pipeline_parallel_size"]
     ep = v["_ep_size"]
-    w = weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True)
+    w = _weights(model, tp, pp, ep)
     draft = w.draft_gib if v.get("_spec_method") == "mtp" else 0.0
     total = cuda_total_gib(gpus.gpu)
     for name, val in (

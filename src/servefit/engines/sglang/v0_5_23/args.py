@@ -25,6 +25,7 @@ from servefit.engines.sglang.v0_5_23.tables import (
     MAMBA_RADIX_ARCHS,
     QWEN3_5_HYBRID_ARCHS,
     STATE_POOL_ARCHS,
+    SWA_FULL_TOKENS_RATIO_FALLBACK,
 )
 from servefit.errors import UnsupportedModelError
 from servefit.hardware.spec import GPUSet
@@ -71,6 +72,7 @@ def resolve_args(
         h.cuda_graph_config(model, gpu, v, r)
         h.gpu_memory_settings(model, gpu, v, r)
         _qwen3_5_sm100_override(model, gpu, v, r)
+        _step3p_hicache_override(model, v, r)
         _mamba_radix_cache(model, gpu, v, r)
         _attention_backend(model, gpu, v, r, env)
         if v["page_size"] is None:  # overrides.py:_page_size_default
@@ -98,6 +100,13 @@ def resolve_args(
                 "Pipeline parallelism is incompatible with overlap schedule.",
             )
         _speculative(model, v, r)
+        # kv_cache_hook.py:handle_cache_compatibility validates the effective ratio (any model).
+        if v["swa_full_tokens_ratio"] is None:
+            v["swa_full_tokens_ratio"] = SWA_FULL_TOKENS_RATIO_FALLBACK
+        if not 0 < v["swa_full_tokens_ratio"] <= 1.0:
+            raise common.EngineError(
+                "ValueError: --swa-full-tokens-ratio should be in range (0, 1.0]."
+            )
         v["context_len"] = common.context_len(model, v["context_length"], env)
         # validation_hook.py:check_server_args
         if (
@@ -146,6 +155,26 @@ def _qwen3_5_sm100_override(model: ModelSpec, gpu: Any, v: dict[str, Any], r: Re
         "page_size",
         64 if backend == "trtllm_mha" else 1,
         f"Qwen3.5 hybrid default with {backend} on SM100",
+    )
+
+
+def _step3p_hicache_override(model: ModelSpec, v: dict[str, Any], r: Recorder) -> None:
+    """arg_groups/overrides.py:_step3p_overrides: with --enable-hierarchical-cache, Step3p5/3p7
+    reset the SWA ratio to 1.0 and turn hybrid SWA memory off."""
+    archs = ("Step3p5ForCausalLM", "Step3p7ForConditionalGeneration")
+    if model.architecture not in archs or not v["enable_hierarchical_cache"]:
+        return
+    r.set(
+        "swa_full_tokens_ratio",
+        1.0,
+        "Step3p5 with hierarchical cache",
+        "Reset swa_full_tokens_ratio to 1.0 for Step3p5ForCausalLM model with hierarchical cache",
+    )
+    r.set(
+        "disable_hybrid_swa_memory",
+        True,
+        "Step3p5 with hierarchical cache",
+        "Disable hybrid SWA memory for Step3p5ForCausalLM model with hierarchical cache",
     )
 
 

@@ -49,7 +49,9 @@ def log_lines(
     free_after: float,
     pre_logs: list[str],
     error: str | None,
+    kv_lines: tuple[list[str], list[str]] | None = None,
 ) -> list[str]:
+    """kv_lines: a hybrid SWA model's (target, draft) SWAKVPool lines (swa.py:kv_lines)."""
     quant = quant_log_str(model)
     out = [
         f"Load weight begin. avail mem={f2(b.P)} GB",
@@ -78,7 +80,9 @@ def log_lines(
                 f"intermediate_conv_window_cache size: {f2(gib(alloc['icw']))}GB "
             )
         out.append(line)
-    if alloc["k"]:
+    if kv_lines is not None:
+        out += kv_lines[0]
+    elif alloc["k"]:
         out.append(
             f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {f2(gib(alloc['k']))} GB, "
             f"V size: {f2(gib(alloc['v']))} GB"
@@ -90,9 +94,12 @@ def log_lines(
     out.append(f"Memory pool end. avail mem={f2(pool_end)} GB")
     if draft_kv:
         half = f2(gib(draft_kv) / 2)
-        out.append(
-            f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {half} GB, V size: {half} GB"
-        )
+        if kv_lines is not None and kv_lines[1]:
+            out += kv_lines[1]
+        else:
+            out.append(
+                f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {half} GB, V size: {half} GB"
+            )
         out.append(f"Memory pool end. avail mem={f2(free_after)} GB")
     out += [line for line in pre_logs if line.startswith("KV pool holds")]
     out.append(
@@ -137,7 +144,10 @@ def consumers(
     target_cell: int,
     draft_kv: int,
     ctx: int,
+    kv_formula: str | None = None,
+    draft_in_budget: bool | None = None,
 ) -> list[Consumer]:
+    """kv_formula / draft_in_budget: a hybrid SWA model's pool formula (swa.py:kv_formula)."""
     f = v["mem_fraction_static"]
     out = [
         Consumer(
@@ -197,15 +207,15 @@ def consumers(
         Consumer(
             name="kv cache",
             gib=gib(alloc["kv"]),
-            formula=f"({tokens:,} tokens + {v['page_size']} page) x {target_cell:,} B/token; budget at "
+            formula=kv_formula
+            or f"({tokens:,} tokens + {v['page_size']} page) x {target_cell:,} B/token; budget at "
             f"{cell:,} B/token{draft_note}",
             flags=["--mem-fraction-static", "--kv-cache-dtype", "--max-total-tokens"],
         )
     )
     if draft_kv or memory.draft_weights_gib:
-        where = (
-            "inside the budget" if cell != target_cell else "outside the budget (from the reserve)"
-        )
+        inside = cell != target_cell if draft_in_budget is None else draft_in_budget
+        where = "inside the budget" if inside else "outside the budget (from the reserve)"
         out.append(
             Consumer(
                 name="draft model (weights + KV)",

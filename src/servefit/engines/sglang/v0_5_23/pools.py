@@ -15,7 +15,7 @@ from typing import Any
 from servefit.engines.base import GiB, MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
-from servefit.engines.sglang.v0_5_23 import logs
+from servefit.engines.sglang.v0_5_23 import logs, swa
 from servefit.engines.sglang.v0_5_23.heuristics import is_multimodal
 from servefit.errors import ArgumentError
 from servefit.hardware.spec import GPUSet
@@ -232,11 +232,26 @@ def size_pools(
             "the draft checkpoint's config is not read: its KV layer count is taken as "
             f"{draft_layers} (num_nextn_predict_layers, else 1)"
         )
+    # pool_configurator.py:create_memory_pool_configurator: hybrid SWA models split the budget.
+    geo = swa.geometry(model, attn_tp, kv_dtype) if swa.is_hybrid_swa(model, v) else None
+    if geo is None and swa.is_hybrid_swa(model, v):
+        warnings.append(
+            f"SGLang 0.5.23 gives {model.architecture} a hybrid sliding-window KV pool; servefit "
+            "does not mirror its geometry and plans every layer as full attention"
+        )
 
     tokens = R = 0
     pre_logs: list[str] = []
     error, kind = b.error, b.error_kind
-    if error is None:
+    split = None
+    if error is None and geo is not None:
+        draft = swa.draft_layers(model, v, geo, draft_layers if eagle else None)
+        split = swa.split(model, v, env, geo, int(b.rest * (1 << 30)), draft)
+        tokens, cell = split.full or split.swa, int(split.cell)
+        pre_logs.extend(split.logs)
+        if split.error:  # raised inside calculate_pool_sizes: nothing is allocated
+            tokens, error, kind = 0, split.error, "tokens"
+    elif error is None:
         tokens = (
             int(b.rest * (1 << 30)) // cell // page * page if cell else 0
         )  # calculate_pool_sizes
@@ -245,7 +260,8 @@ def size_pools(
                 "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
                 "tokens",
             )
-    if error is None and v["max_total_tokens"] is not None:  # _apply_token_constraints
+    # _apply_token_constraints (the SWA split applies it itself)
+    if error is None and split is None and v["max_total_tokens"] is not None:
         if v["max_total_tokens"] > tokens:
             pre_logs.append(
                 f"max_total_tokens={v['max_total_tokens']} is larger than the profiled value "
@@ -284,11 +300,28 @@ def size_pools(
         spec_state,
         stage_scale,
     )
+    kv_lines: tuple[list[str], list[str]] | None = None
+    kv_formula = None
+    if split is not None and geo is not None and tokens > 0:
+        sw = swa.allocations(geo, split, page)
+        alloc.update(kv=sw["kv"], k=sw["k"], v=sw["v"])
+        kv_lines = (swa.kv_lines(common.KV_DTYPES[kv_dtype][0], split, sw), [])
+        kv_formula = swa.kv_formula(geo, split, page)
     draft_cell = 0
     if ok and eagle:  # draft runner: HybridLinearKVPool([0]) for hybrid targets
         n = 1 if model.is_hybrid else max(1, draft_layers or model.mtp_layers or 1)
         draft_cell = common.kv_cell_size(model, attn_tp, n, kv_dtype)
     draft_kv = (tokens + page) * draft_cell if draft_cell else 0
+    if ok and split is not None and geo is not None and split.draft_swa:
+        # Path-less MTP draft of a hybrid SWA target (MiMoV2MTP / Step3p5MTP): get_hybrid_layer_ids
+        # gives it swa [0], full [] -> an SWAKVPool whose one SWA layer holds swa tokens.
+        draft_kv = (split.swa + page) * (geo.swa_k + geo.swa_v)
+        draft_split = swa.Split(full=split.full, swa=split.swa, n_full=0, n_swa=1)
+        draft_alloc = swa.allocations(geo, draft_split, page)
+        if kv_lines is not None:
+            kv_lines[1].extend(
+                swa.kv_lines(common.KV_DTYPES[kv_dtype][0], draft_split, draft_alloc)
+            )
     pool_end = b.avail - gib(
         alloc["kv"] + alloc["mamba"] + alloc["iss"] + alloc["icw"] + alloc["req_to_token"]
     )
@@ -307,6 +340,14 @@ def size_pools(
         )
 
     consumer, detail = logs.culprit(b, kind) if error else (None, None)
+    if split is not None and split.error:
+        consumer, detail = (
+            "kv cache",
+            (
+                f"{b.rest:.2f} GiB budget at {split.cell:,.1f} B per full token "
+                f"({split.mode} split) leaves the SWA pool {split.swa} / full pool {split.full} tokens"
+            ),
+        )
     log_lines = logs.log_lines(
         model,
         v,
@@ -323,6 +364,7 @@ def size_pools(
         free_after,
         pre_logs,
         error,
+        kv_lines,
     )
     per_rank = PerRank(
         total_gib=memory.total_gib,
@@ -357,7 +399,20 @@ def size_pools(
         max_concurrency_at_context=round(max(tokens, 0) / ctx, 2),
     )
     consumers = logs.consumers(
-        memory, v, b, cost, alloc, tokens, R, D, cell, target_cell, draft_kv, ctx
+        memory,
+        v,
+        b,
+        cost,
+        alloc,
+        tokens,
+        R,
+        D,
+        cell,
+        target_cell,
+        draft_kv,
+        ctx,
+        kv_formula,
+        bool(split.draft_full or split.draft_swa) if split is not None else None,
     )
     extra = {
         "mm_reservation_gib": b.mm_gib,
@@ -366,6 +421,14 @@ def size_pools(
         "decode_cuda_graph_bs": v.get("_decode_graph_bs"),
         "prefill_cuda_graph_bs": v.get("_prefill_graph_bs"),
     }
+    if split is not None:
+        extra.update(
+            full_max_total_num_tokens=split.full,
+            swa_max_total_num_tokens=split.swa,
+            swa_full_tokens_ratio=split.ratio,
+            swa_sizing=split.mode,
+            sliding_window_size=geo.window if geo else None,
+        )
     return Sizing(
         pools=pools,
         per_rank=per_rank,

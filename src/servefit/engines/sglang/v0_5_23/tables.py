@@ -24,8 +24,10 @@ DEFAULTS: dict[str, Any] = {
     "mamba_radix_cache_strategy": "auto", "mamba_track_interval": 256, "linear_attn_backend": "triton",
     "language_only": False, "language_model_only": False, "disaggregation_mode": "null",
     "attention_backend": None, "mm_feature_transport": None, "enable_multimodal": None,
+    "swa_full_tokens_ratio": None, "disable_hybrid_swa_memory": False, "enable_hierarchical_cache": False,
 }
 MAMBA_FULL_MEMORY_RATIO_FALLBACK = 0.9  # fields/schedule.py: Arg(fallback=0.9)
+SWA_FULL_TOKENS_RATIO_FALLBACK = 0.8  # fields/schedule.py: swa_full_tokens_ratio Arg(fallback=0.8)
 
 # configs/hybrid_arch.py:mambaish_config (mamba2_config | hybrid_gdn_config | hybrid_kda_config |
 # hybrid_lightning_config), by the architectures those config classes serve.
@@ -104,6 +106,7 @@ ENV_VARS = (
     "SGLANG_MAMBA_CONV_DTYPE", "SGLANG_MAMBA_SSM_DTYPE", "SGLANG_VLM_CACHE_SIZE_MB",
     "SGLANG_MM_FEATURE_CACHE_MB", "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK",
     "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+    "SGLANG_SWA_EVICTION_INTERVAL",
 )
 
 # fmt: on

@@ -1,0 +1,88 @@
+"""One lever catalogue per engine: the levers, the engine's flag spellings, the attributes the
+shared code needs by role (running-request cap, memory fraction, context, TP, PP), and the
+two engine-specific readings of a plan (headroom after the pools, the budget sentence).
+
+explain, fix and fit ask `catalogue_for(plan.engine.name)` and never branch on the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from servefit.errors import ArgumentError
+from servefit.explain.levers import Lever
+from servefit.plan.schema import Plan
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    engine: str
+    levers: tuple[Lever, ...]
+    flag: Callable[[str, str], str]  # (mirrored release, engine attribute) -> CLI flag
+    tokens: Callable[[str, str, Any], list[str]]  # (release, attribute, value) -> CLI tokens
+    running_dest: str  # the running-request cap
+    fraction_dest: str  # the memory share the engine sizes its pools from
+    context_dest: str
+    tp_dest: str
+    pp_dest: str
+    headroom: Callable[[Plan], float]  # GiB left after everything the engine reserves
+    headroom_means: str  # what that headroom is for, in words
+    min_free_gib: float  # the headroom a fix or fit candidate must leave, unless told otherwise
+    budget_notes: Callable[[Plan, bool], list[str]]  # (plan, failing) -> sentences
+    not_user_levers: frozenset[str]  # user args that are not worth re-planning without
+
+
+@cache
+def catalogue_for(engine: str) -> Catalogue:
+    from servefit.explain import budget
+
+    if engine == "sglang":
+        from servefit.explain.levers import LEVERS, cli_tokens, flag_name
+
+        return Catalogue(
+            engine="sglang",
+            levers=LEVERS,
+            flag=flag_name,
+            tokens=cli_tokens,
+            running_dest="max_running_requests",
+            fraction_dest="mem_fraction_static",
+            context_dest="context_length",
+            tp_dest="tp_size",
+            pp_dest="pp_size",
+            headroom=budget.free_after_pools,
+            headroom_means="for activations and CUDA graphs",
+            min_free_gib=2.0,  # must hold the activations and CUDA graphs, not modelled here
+            budget_notes=budget.sglang_notes,
+            not_user_levers=frozenset(
+                {"model_path", "host", "port", "served_model_name", "trust_remote_code"}
+            ),
+        )
+    if engine == "vllm":
+        from servefit.explain.levers_vllm import LEVERS, cli_tokens, flag_name
+
+        return Catalogue(
+            engine="vllm",
+            levers=LEVERS,
+            flag=flag_name,
+            tokens=cli_tokens,
+            running_dest="max_num_seqs",
+            fraction_dest="gpu_memory_utilization",
+            context_dest="max_model_len",
+            tp_dest="tensor_parallel_size",
+            pp_dest="pipeline_parallel_size",
+            headroom=budget.vllm_headroom,
+            headroom_means="beyond vLLM's budget, which already holds the activation peak and "
+            "the CUDA graphs",
+            # only slack for allocator fragmentation and drift: vLLM measures its activation
+            # peak and CUDA graphs inside the budget. vLLM's own default (0.92) leaves 1.4 to
+            # 10.6 GiB beyond it, L4 to H200 (servefit's model of the memory at start-up)
+            min_free_gib=1.0,
+            budget_notes=budget.vllm_notes,
+            not_user_levers=frozenset(
+                {"model", "model_tag", "host", "port", "served_model_name", "trust_remote_code"}
+            ),
+        )
+    raise ArgumentError(f"servefit has no lever catalogue for {engine!r} (sglang, vllm)")
