@@ -22,6 +22,10 @@ SEED = (
     "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
 )
 HAND = "--max-running-requests 16 --mamba-full-memory-ratio 0.5 --mem-fraction-static 0.88"
+VLLM_SEED = (
+    "vllm serve Qwen/Qwen3.6-27B --tensor-parallel-size 2 --max-model-len 32768 "
+    """--speculative-config '{"method":"mtp","num_speculative_tokens":3}'"""
+)
 
 
 def run(cmd: str, section: str | None = None) -> str:
@@ -67,6 +71,18 @@ def main() -> None:
             "--context 65536 --spec mtp --engine sglang==0.5.9 --top 1 "
             "--dist-init-addr 10.0.0.1:5000"
         ),
+        vllm_1024=run(f"servefit explain --gpu A6000 -- {VLLM_SEED} --max-num-seqs 1024"),
+        vllm_default=run(
+            f"servefit explain --gpu A6000 --no-fix -- {VLLM_SEED}", section="Levers"
+        ),
+        vllm_fit=run(
+            f"servefit fit --gpu A6000 --concurrency 16 -- {VLLM_SEED} --reasoning-parser qwen3"
+        ),
+        vllm_nodes=run(
+            "servefit fit Qwen/Qwen3.6-27B --gpu A6000 --num-gpus 2 --nodes 2 "
+            "--context 65536 --spec mtp --engine vllm==0.33.0 --top 1 "
+            "--dist-init-addr 10.0.0.1:29501"
+        ),
         hand=HAND,
         explanation_schema=schema(Explanation),
         fit_schema=schema(FitResult),
@@ -93,16 +109,25 @@ Every number below is the output of the commands as shown (regenerate this page 
   number of requests of length L that run at the same time. The engine may admit more
   requests (its `max_running_requests`), but at full length only `KV tokens / L` fit; and no
   more than `max_running_requests` run however large the KV pool is.
-* **Headroom** = the predicted free memory after all pools and the draft model (`per_rank.free_gib`):
-  what is left for activations and CUDA graphs. Fixes and fit candidates must leave
-  `--min-free-gib` (default 2 GiB; the ground-truth logs show 0.03–0.93 GiB for graph capture).
+* **Headroom** (`outcome.free_gib`). SGLang: the predicted free memory after all pools and the
+  draft model (`per_rank.free_gib`), what is left for activations and CUDA graphs; fixes and
+  fit candidates must leave `--min-free-gib`, default 2 GiB (the ground-truth logs show
+  0.03–0.93 GiB for graph capture). vLLM: its budget (`total x gpu_memory_utilization`) already
+  holds the profiled activation peak and the CUDA-graph estimate, so the headroom is what is
+  left beyond all of it (`per_rank.free_gib` less the activation peak: the free memory at
+  start-up less the requested memory, plus the part of the budget no whole block fits); the
+  default `--min-free-gib` is 1 GiB (vLLM's own default of 0.92 leaves 1.4 GiB on an L4 and
+  10.6 GiB on an H200 by servefit's model of the memory at start-up).
 * **Stranded**: state-pool slots no running request can use (`max_mamba_cache_size` beyond
   running x slots per request), and KV tokens beyond `running x L` that no request can reach.
 * **No effect**: re-planning the launch with every tried value of the flag leaves the verdict,
   every pool and the concurrency unchanged. The reason is derived from the plan itself: the
   engine overrode the value (its own `Change` record), or the plan shows the flag is not read
-  (for the ratio: the state pool's sizing branch is not the ratio branch), or the launch fails
-  on a consumer the flag does not size.
+  (for the ratio: the state pool's sizing branch is not the ratio branch; for vLLM's
+  `--mamba-block-size`: Mamba cache mode align replaces it with the attention block size), or
+  the launch fails on a consumer the flag does not size. A flag whose every tried value the
+  engine rejects (vLLM's `--mamba-block-size` without prefix caching) has no effect too, and
+  says so.
 
 ## explain: the user's case, `--mem-fraction-static 0.85` (SGLang 0.5.9)
 
@@ -145,6 +170,49 @@ one command per node.
 
 {fit_nodes}
 
+## explain with vLLM: the same model and GPUs, vLLM 0.33.0
+
+The same catalogue mechanism with vLLM's levers (`servefit/explain/levers_vllm.py`, built from
+the profile's `servefit/engines/vllm/levers.py`). On a 47.6 GiB A6000 vLLM's own default is 256
+sequences (`get_batch_defaults`: under 70 GiB), which starts; `--max-num-seqs 1024` (the default
+on 70 GiB and larger GPUs) does not: FULL decode CUDA graphs need one Mamba block per sequence,
+and 1,024 sequences also raise the sampler's profiling peak, which shrinks the pool.
+
+{vllm_1024}
+
+The default launch, its levers and flags:
+
+{vllm_default}
+
+What it says:
+
+* The KV pool binds: 558 blocks of 800 tokens, each 32K request holding 41 attention blocks
+  and 3 GDN groups x 5 state blocks (Mamba cache mode align: 2 + 3 speculative tokens).
+* `--mamba-block-size` has **no effect**: with prefix caching on (0.33.0's default for hybrids)
+  vLLM sets it to the attention block size. Prefix caching off frees one state block per group
+  (1 + 3), at the price of prefix caching.
+* `--max-num-batched-tokens` has **no effect**: the profiling run's peak is the sampler's
+  (256 sequences x the vocabulary), not the forward pass.
+
+## fit with vLLM
+
+vLLM's search space: TP x PP over the GPUs, `--max-num-seqs`, `--gpu-memory-utilization`
+(`--max-model-len` is the target context), with `--allow-lossy` also `--kv-cache-dtype
+fp8_e4m3` and `--mamba-ssm-cache-dtype bfloat16`, with `--allow-no-radix` also
+`--no-enable-prefix-caching`. A launch command after `--` is read with vLLM's own flags; the
+baseline's prefix-caching choice is kept in every candidate, and its other flags are planned
+and kept.
+
+{vllm_fit}
+
+Across nodes, vLLM (0.24.0 and 0.33.0) runs TP / PP with its multiprocessing backend: every node
+runs the same `vllm serve` with `--nnodes N --node-rank R --master-addr HOST --master-port PORT`
+(`vllm/config/parallel.py:ParallelConfig`; `--dist-init-addr HOST:PORT` gives both), and every
+node but the first adds `--headless` (`vllm/entrypoints/cli/serve.py:run_headless`: workers only,
+no API server).
+
+{vllm_nodes}
+
 ## How the search works
 
 * **explain** re-plans each lever of the engine release (`servefit/explain/levers.py`: the
@@ -153,13 +221,22 @@ one command per node.
   `--mamba-full-memory-ratio`, `--max-mamba-cache-size`, `--mamba-ssm-dtype`, speculative
   steps / draft tokens / off, `--context-length`, `--kv-cache-dtype`, `--chunked-prefill-size`,
   the decode CUDA-graph batch size, the radix cache, the mamba scheduler (0.5.9) / radix-cache
-  (0.5.23) strategy, and TP / PP (the same GPUs, and twice as many). Then each flag you set is
-  re-planned without it.
+  (0.5.23) strategy, and TP / PP (the same GPUs, and twice as many). For vLLM
+  (`servefit/explain/levers_vllm.py`): `--gpu-memory-utilization`, `--max-num-seqs`,
+  `--max-model-len`, `--max-num-batched-tokens`, `--kv-cache-dtype`, `--mamba-ssm-cache-dtype`,
+  `--speculative-config.num_speculative_tokens` and speculative decoding off,
+  `--enable-prefix-caching`, `--mamba-block-size`, and TP / PP. Then each flag you set is
+  re-planned without it. `servefit/explain/catalogue.py` picks the plan's engine's catalogue;
+  nothing else in explain, fix or fit depends on the engine.
 * **minimal fix** (`servefit/explain/fix.py`): every fix value of every lever alone, then pairs
   of the levers that moved anything (coarse grids, refined one flag at a time). Ranked by
   (flags changed, loss of effective concurrency at the requested context, loss of context,
-  more KV tokens, more headroom). Lossy levers (KV / SSM dtype) only with `--allow-lossy`;
-  speculative settings, the radix cache and the parallelism of more GPUs are not used.
+  more KV tokens, a higher request cap, more headroom). Lossy levers (KV / SSM dtype) only with
+  `--allow-lossy`; speculative settings, the radix cache / prefix caching and the parallelism
+  of more GPUs are not used; contexts only shrink. `servefit doctor` proposes the same fix,
+  searched on the replay calibrated with the log's measurements (for vLLM: "Model loading
+  took"), and falls back to vLLM's own printed estimate of the longest context when it cannot
+  replay the log.
 * **fit** (`servefit/fit/search.py`): for each TP x PP layout using all GPUs, (with
   `--allow-lossy` also FP8 KV and BF16 SSM state; with `--allow-no-radix` also radix cache off),
   for `max_running_requests` in engine default, 1..32, 36..256, for the state-pool sizing
@@ -169,7 +246,12 @@ one command per node.
   (many layouts, lossy variants) both grids are thinned evenly. Ranking
   (`servefit/fit/rank.py`): meets `--concurrency`; effective concurrency (capped at
   `--concurrency`, whole requests); headroom (0.5 GiB steps); fewer changed flags; more KV
-  tokens. The best of each family (layout x set of changed flags) is shown.
+  tokens. The best of each family (layout x set of changed flags) is shown. vLLM
+  (`servefit/fit/space.py`): for each layout, (lossy / prefix-caching variants), for
+  `max_num_seqs` in engine default, 1..16, 20..64, 80..1024, `--gpu-memory-utilization` from
+  the engine default and 0.80..0.98 until the headroom drops under `--min-free-gib`.
+  Effective concurrency uses vLLM's own count at the target context (blocks / blocks per
+  request, Mamba blocks included).
 
 ## Python API
 

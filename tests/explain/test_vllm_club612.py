@@ -53,9 +53,7 @@ def test_the_request_cap_binds(club612):
     assert e.outcome.verdict == "ok" and e.fix is None
     assert e.outcome.full_context_requests == pytest.approx(logged, rel=0.02)
     assert e.outcome.effective_concurrency == 1  # min(max_num_seqs 1, 4.33)
-    assert "Effective concurrency at 131,072 tokens is 1: the request cap binds" in "\n".join(
-        e.why
-    )
+    assert "Effective concurrency at 131,072 tokens is 1: the request cap binds" in "\n".join(e.why)
     # max_num_seqs 2, re-planned: two requests run, the pool is the logged one
     two = next(v for v in lever(e, "max_num_seqs").values if v.label == "2").outcome
     assert two.effective_concurrency == 2
@@ -87,7 +85,9 @@ def test_levers_without_effect_and_why(club612):
     assert batched.effect == "no effect" and all(v.same_as_current for v in batched.values)
     assert "multimodal encoder" in batched.reason
     assert flag(e, "max_num_batched_tokens").mattered is False
-    assert flag(e, "enable_chunked_prefill").reason == "no effect: it sets the engine's default (True)"
+    assert (
+        flag(e, "enable_chunked_prefill").reason == "no effect: it sets the engine's default (True)"
+    )
 
 
 def test_fp8_kv_holds_more_tokens(club612):

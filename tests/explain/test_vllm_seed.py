@@ -79,7 +79,7 @@ def test_default_launch_starts_with_256_sequences(default_launch):
     assert o.effective_concurrency == o.full_context_requests
     why = "\n".join(e.why)
     assert "the KV pool, not the request cap, binds" in why
-    assert f"x gpu_memory_utilization 0.92 - non-KV" in why
+    assert "x gpu_memory_utilization 0.92 - non-KV" in why
     assert e.fix is None
 
 
@@ -172,3 +172,21 @@ def test_speculative_tokens_and_flags(default_launch):
     assert all(f.mattered for f in flags.values())
     par = lever(e, "parallelism")
     assert par.flag == "--tensor-parallel-size / --pipeline-parallel-size"
+
+
+def test_cli_explain_json_for_a_vllm_launch(capsys, seqs_1024):
+    import json
+
+    from servefit.cli.main import main
+
+    argv = ["explain", "--gpu", "A6000", "--format", "json", "--", "vllm", "serve"]
+    argv += ["Qwen/Qwen3.6-27B", "-tp", "2", "--max-model-len", "32768", "--max-num-seqs", "1024"]
+    argv += ["--speculative-config", json.dumps(MTP)]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    e = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 1  # predicted to fail
+    assert e["plan"]["engine"]["name"] == "vllm"
+    names = {lv["name"] for lv in e["levers"]}
+    assert {"gpu_memory_utilization", "max_num_seqs", "max_model_len", "parallelism"} <= names
+    assert e["fix"]["best"]["command_flags"] == seqs_1024.fix.best.command_flags

@@ -90,7 +90,9 @@ def test_lossy_dtypes_and_prefix_caching_only_when_allowed(against_default, qwen
     assert not plain & {"kv_cache_dtype", "mamba_ssm_cache_dtype", "enable_prefix_caching"}
     r = seed_fit(qwen36, allow_lossy=True, allow_no_radix=True, top=1)
     best = r.best[0]
-    assert best.outcome.effective_concurrency > against_default.best[0].outcome.effective_concurrency
+    assert (
+        best.outcome.effective_concurrency > against_default.best[0].outcome.effective_concurrency
+    )
     # both lossy dtypes and prefix caching off (1 + 3 state blocks per group instead of 2 + 3)
     assert best.args["enable_prefix_caching"] is False
     assert best.outcome.state_slots_per_request == 1 + 3

@@ -55,6 +55,7 @@ PHASE_OF: dict[str, int] = {
         (
             "mamba_pool",
             "kv_pool",
+            "swa_split",
             "pool_end",
             "mm_reserve",
             "kv_available",
@@ -339,10 +340,30 @@ class LaunchAcc:
             if src in ev:
                 self.pools.setdefault(dst, ev[src])
 
+    def _on_swa_split(self, ev, hit, r):
+        if not r.draft:
+            self.pools["swa_kv_tokens"] = ev["swa"]
+            r.values["swa_full_tokens"] = ev["full"]
+
     def _on_kv_pool(self, ev, hit, r):
         kv = ev.get("kv_gib")
         if kv is None and "k_gib" in ev:
             kv = round(ev["k_gib"] + ev["v_gib"], 2)
+        # hybrid SWA: 0.5.23 labels the two pools; 0.5.9 prints them unlabeled after the split
+        # line, the SWA pool first (mem_cache/swa_memory_pool.py:SWAKVPool.__init__)
+        swa = ev.get("label") == "SWA" or (
+            ev.get("label") is None
+            and not r.draft
+            and "swa_kv_tokens" in self.pools
+            and ev["tokens"] == self.pools["swa_kv_tokens"]
+            and ev["tokens"] != r.values.get("swa_full_tokens")
+            and not r.values.get("swa_kv_seen")
+        )
+        if swa and not r.draft:
+            r.values["swa_kv_seen"] = 1
+            self.pools["swa_kv_tokens"] = ev["tokens"]
+            self.pools["swa_kv_size_gib"] = kv
+            return
         if r.draft or r.values.get("kv_seen"):
             self.pools.setdefault("draft_kv_tokens", ev["tokens"])
             self.pools.setdefault("draft_kv_size_gib", kv)

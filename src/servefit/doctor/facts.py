@@ -61,6 +61,8 @@ class PoolFacts(_Frozen):
     intermediate_conv_gib: float | None = None
     draft_kv_tokens: int | None = None
     draft_kv_size_gib: float | None = None
+    swa_kv_tokens: int | None = None  # hybrid SWA models: the sliding-window layers' pool
+    swa_kv_size_gib: float | None = None
     mm_reserve_gib: float | None = None
     # the scheduler's summary line (SGLang "max_total_num_tokens=...")
     max_total_num_tokens: int | None = None

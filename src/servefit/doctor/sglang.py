@@ -145,7 +145,7 @@ RULES: tuple[Rule, ...] = (
     # "VA upper bound" with post-capture sizing
     rule(
         "KV Cache ",
-        r"KV Cache (?:is allocated|VA upper bound)\.(?: dtype: (?:torch\.)?(?P<dtype>\w+),)? "
+        r"(?:(?P<label>Full|SWA) )?KV Cache (?:is allocated|VA upper bound)\.(?: dtype: (?:torch\.)?(?P<dtype>\w+),)? "
         r"#tokens: (?P<tokens>\d+), (?:K size: "
         + _f("k_gib")
         + " GB, V size: "
@@ -156,6 +156,16 @@ RULES: tuple[Rule, ...] = (
         "kv_pool",
         S,
         "sglang/srt/mem_cache/memory_pool.py:KVCache._finalize_allocation_log",
+    ),
+    # hybrid SWA models (gpt-oss, Llama 4): the full/SWA token split, printed before the pools.
+    # 0.5.9 model_runner_kv_cache_mixin.py:set_num_tokens_hybrid_swa; 0.5.23
+    # pool_configurator.py:HybridSWAPoolConfigurator (same wording)
+    rule(
+        "Use sliding window memory pool. ",
+        r"Use sliding window memory pool\. full_layer_tokens=(?P<full>\d+), swa_layer_tokens=(?P<swa>\d+)",
+        "swa_split",
+        S,
+        "sglang/srt/model_executor/model_runner_kv_cache_mixin.py:set_num_tokens_hybrid_swa",
     ),
     rule(
         "Memory pool end.",

@@ -122,9 +122,7 @@ def _spec_on(c: Context) -> bool:
 
 
 def _activation_phase(c: Context) -> str | None:
-    return next(
-        (x.name for x in c.plan.consumers if x.name.startswith("activation peak")), None
-    )
+    return next((x.name for x in c.plan.consumers if x.name.startswith("activation peak")), None)
 
 
 # Why vLLM does not read a flag, from the plan's own numbers ---------------------------------

@@ -93,9 +93,7 @@ def fit(req: FitRequest) -> FitResult:
         ranking.candidate(req, space, proto, e, i + 1, profile, model_path)
         for i, e in enumerate(ranked[: req.top])
     ]
-    baseline = (
-        ranking.baseline(req, space, proto, profile, model_path) if req.baseline else None
-    )
+    baseline = ranking.baseline(req, space, proto, profile, model_path) if req.baseline else None
     beats = None
     if baseline is not None and best:
         b, o = baseline.outcome, best[0].outcome

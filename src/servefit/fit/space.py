@@ -209,8 +209,9 @@ def _sglang() -> FitSpace:
         fraction_grid=SGLANG_F_GRID,
         running_grid=SGLANG_R_GRID,
         # without a state pool or speculation SGLang derives the cap from the KV pool itself
-        running_needed=lambda p0: p0.pools.mamba_layers > 0
-        or p0.resolved_args.get("speculative_algorithm") is not None,
+        running_needed=lambda p0: (
+            p0.pools.mamba_layers > 0 or p0.resolved_args.get("speculative_algorithm") is not None
+        ),
         spec_arguments=sglang_spec_arguments,
         outers=_sglang_outers,
         state_variants=_sglang_state_variants,
@@ -278,7 +279,11 @@ def vllm_spec_arguments(
     if not draft:
         raise ArgumentError(f"--spec {s} needs --draft-model PATH (the draft checkpoint)")
     return {
-        "speculative_config": {"method": _VLLM_METHOD[s], "model": draft, "num_speculative_tokens": n}
+        "speculative_config": {
+            "method": _VLLM_METHOD[s],
+            "model": draft,
+            "num_speculative_tokens": n,
+        }
     }
 
 

@@ -40,8 +40,13 @@ def _set(**fields: tuple[int, type]) -> Callable[[EngineFacts, re.Match[str]], N
 
 
 def _kv_sglang(facts: EngineFacts, m: re.Match[str]) -> None:
-    if facts.kv_tokens is None:
-        facts.kv_tokens = int(m.group(1))
+    # Hybrid SWA models print two target pools before "Memory pool end"; 0.5.9 prints the
+    # smaller SWA pool first (mem_cache/swa_memory_pool.py:SWAKVPool): keep the larger, the
+    # full-attention pool. Lines after "Memory pool end" are the draft's.
+    tokens = int(m.group(1))
+    before_end = facts.pool_end_avail_gib is None
+    if facts.kv_tokens is None or (before_end and tokens > facts.kv_tokens):
+        facts.kv_tokens = tokens
         sizes = [float(x) for x in m.groups()[1:] if x is not None]
         facts.kv_gib = round(sum(sizes), 2)
 
