@@ -12,15 +12,49 @@ import subprocess
 import sys
 import time
 
-SEED_ARGS = dict(tp_size=2, context_length=32768, speculative_algorithm="NEXTN", speculative_num_steps=3,
-                 speculative_eagle_topk=1, speculative_num_draft_tokens=4, mem_fraction_static=0.88,
-                 max_running_requests=16, mamba_full_memory_ratio=0.5)
+SEED_ARGS = dict(
+    tp_size=2,
+    context_length=32768,
+    speculative_algorithm="NEXTN",
+    speculative_num_steps=3,
+    speculative_eagle_topk=1,
+    speculative_num_draft_tokens=4,
+    mem_fraction_static=0.88,
+    max_running_requests=16,
+    mamba_full_memory_ratio=0.5,
+)
 SEED_CMD = [
-    "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--format", "json", "--",
-    "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.6-27B", "--tp-size", "2",
-    "--context-length", "32768", "--speculative-algo", "NEXTN", "--speculative-num-steps", "3",
-    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4", "--mem-fraction-static", "0.88",
-    "--max-running-requests", "16", "--mamba-full-memory-ratio", "0.5",
+    "plan",
+    "--gpu",
+    "A6000",
+    "--engine",
+    "sglang==0.5.9",
+    "--format",
+    "json",
+    "--",
+    "python",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "Qwen/Qwen3.6-27B",
+    "--tp-size",
+    "2",
+    "--context-length",
+    "32768",
+    "--speculative-algo",
+    "NEXTN",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "4",
+    "--mem-fraction-static",
+    "0.88",
+    "--max-running-requests",
+    "16",
+    "--mamba-full-memory-ratio",
+    "0.5",
 ]
 
 
@@ -29,7 +63,9 @@ def in_process(n: int = 500) -> dict[str, float]:
 
     out = {}
     for engine in ("sglang==0.5.9", "sglang==0.5.23"):
-        req = PlanRequest(model="Qwen/Qwen3.6-27B", gpu="A6000", engine=engine, args=dict(SEED_ARGS))
+        req = PlanRequest(
+            model="Qwen/Qwen3.6-27B", gpu="A6000", engine=engine, args=dict(SEED_ARGS)
+        )
         t0 = time.perf_counter()
         plan(req)  # first plan: loads the catalog config and imports the profile
         out[f"{engine} first plan (cold, ms)"] = (time.perf_counter() - t0) * 1e3
@@ -41,8 +77,9 @@ def in_process(n: int = 500) -> dict[str, float]:
         out[f"{engine} plan median (ms)"] = statistics.median(times) * 1e3
         from servefit.model.inventory import load_model
 
-        spec_req = PlanRequest(model=load_model("Qwen/Qwen3.6-27B"), gpu="A6000", engine=engine,
-                               args=dict(SEED_ARGS))
+        spec_req = PlanRequest(
+            model=load_model("Qwen/Qwen3.6-27B"), gpu="A6000", engine=engine, args=dict(SEED_ARGS)
+        )
         times = []
         for _ in range(n):
             t = time.perf_counter()
@@ -59,8 +96,10 @@ def whole_process(n: int = 15) -> dict[str, float]:
         t = time.perf_counter()
         subprocess.run(exe + SEED_CMD, check=True, capture_output=True)
         times.append(time.perf_counter() - t)
-    return {"servefit plan process median (s)": statistics.median(times),
-            "servefit plan process max (s)": max(times)}
+    return {
+        "servefit plan process median (s)": statistics.median(times),
+        "servefit plan process max (s)": max(times),
+    }
 
 
 def main() -> None:

@@ -72,9 +72,7 @@ def main() -> None:
             "--dist-init-addr 10.0.0.1:5000"
         ),
         vllm_1024=run(f"servefit explain --gpu A6000 -- {VLLM_SEED} --max-num-seqs 1024"),
-        vllm_default=run(
-            f"servefit explain --gpu A6000 --no-fix -- {VLLM_SEED}", section="Levers"
-        ),
+        vllm_default=run(f"servefit explain --gpu A6000 --no-fix -- {VLLM_SEED}", section="Levers"),
         vllm_fit=run(
             f"servefit fit --gpu A6000 --concurrency 16 -- {VLLM_SEED} --reasoning-parser qwen3"
         ),
@@ -233,7 +231,9 @@ no API server).
   (flags changed, loss of effective concurrency at the requested context, loss of context,
   more KV tokens, a higher request cap, more headroom). Lossy levers (KV / SSM dtype) only with
   `--allow-lossy`; speculative settings, the radix cache / prefix caching and the parallelism
-  of more GPUs are not used; contexts only shrink. `servefit doctor` proposes the same fix,
+  of more GPUs are not used; contexts only shrink (for vLLM also to the longest that fits, the
+  length its auto-fit `--max-model-len -1` finds and its error text names, written out as a
+  number). `servefit doctor` proposes the same fix,
   searched on the replay calibrated with the log's measurements (for vLLM: "Model loading
   took"), and falls back to vLLM's own printed estimate of the longest context when it cannot
   replay the log.

@@ -167,7 +167,9 @@ def fit(
     that start, best effective concurrency at `context` first, with ready-to-run commands.
 
     `baseline` (engine args as a dict, or a launch command / engine flags as a string) is
-    planned too and returned beside the best, e.g. a hand-tuned launch."""
+    planned too and returned beside the best, e.g. a hand-tuned launch. `engine` may be SGLang
+    or vLLM (each searched with its own flags); `min_free_gib` defaults to the engine's
+    (2 GiB SGLang, 1 GiB vLLM)."""
     from servefit.fit.search import FitRequest
     from servefit.fit.search import fit as _fit
 

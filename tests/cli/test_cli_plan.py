@@ -8,11 +8,41 @@ import pytest
 
 from servefit.cli.main import main
 
-SEED = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.6-27B", "--port", "30000",
-        "--host", "0.0.0.0", "--tp-size", "2", "--context-length", "32768", "--reasoning-parser", "qwen3",
-        "--tool-call-parser", "qwen3_coder", "--speculative-algo", "NEXTN", "--speculative-num-steps", "3",
-        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
-FIX = ["--max-running-requests", "16", "--mamba-full-memory-ratio", "0.5", "--mem-fraction-static", "0.88"]
+SEED = [
+    "python",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "Qwen/Qwen3.6-27B",
+    "--port",
+    "30000",
+    "--host",
+    "0.0.0.0",
+    "--tp-size",
+    "2",
+    "--context-length",
+    "32768",
+    "--reasoning-parser",
+    "qwen3",
+    "--tool-call-parser",
+    "qwen3_coder",
+    "--speculative-algo",
+    "NEXTN",
+    "--speculative-num-steps",
+    "3",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "4",
+]
+FIX = [
+    "--max-running-requests",
+    "16",
+    "--mamba-full-memory-ratio",
+    "0.5",
+    "--mem-fraction-static",
+    "0.88",
+]
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -23,12 +53,26 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_seed_085_fails_and_names_the_consumer(capsys):
-    code, out, err = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--format", "json",
-                         "--", *SEED, "--mem-fraction-static", "0.85")
+    code, out, err = run(
+        capsys,
+        "plan",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--format",
+        "json",
+        "--",
+        *SEED,
+        "--mem-fraction-static",
+        "0.85",
+    )
     p = json.loads(out)
     assert code == 1 and p["verdict"] == "fail"
-    assert p["error"] == ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
-                          "Current value: self.server_args.mem_fraction_static=0.85")
+    assert p["error"] == (
+        "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+        "Current value: self.server_args.mem_fraction_static=0.85"
+    )
     # 48 requests (reset for speculative decoding) x 4 draft tokens x 76,972,032 B = 13.76 GiB
     assert p["error_consumer"] == "speculative mamba state"
     assert p["resolved_args"]["max_running_requests"] == 48
@@ -36,13 +80,25 @@ def test_seed_085_fails_and_names_the_consumer(capsys):
     assert p["per_rank"]["spec_state_gib"] == pytest.approx(48 * 4 * 76_972_032 / 2**30)
     # budget 14.x GiB - 13.76 - 3.44 (48 state slots): the KV pool is short by ~3 GiB
     assert p["pools"]["kv_budget_gib"] == pytest.approx(
-        p["pools"]["budget_gib"] - (48 * 4 + 48) * 76_972_032 / 2**30)
+        p["pools"]["budget_gib"] - (48 * 4 + 48) * 76_972_032 / 2**30
+    )
     assert p["pools"]["kv_budget_gib"] < 0
 
 
 def test_seed_fix_starts(capsys):
-    code, out, _ = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--format", "json",
-                       "--", *SEED, *FIX)
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--format",
+        "json",
+        "--",
+        *SEED,
+        *FIX,
+    )
     p = json.loads(out)
     assert code == 0 and p["verdict"] == "ok" and p["error"] is None
     pools = p["pools"]
@@ -55,28 +111,67 @@ def test_seed_fix_starts(capsys):
 
 
 def test_table_output_shows_verdict_and_engine_lines(capsys):
-    code, out, _ = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--", *SEED, *FIX)
+    code, out, _ = run(
+        capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--", *SEED, *FIX
+    )
     assert code == 0
     assert "STARTS" in out and "Mamba Cache is allocated. max_mamba_cache_size: 16" in out
 
 
 def test_options_instead_of_a_command(capsys):
-    code, out, _ = run(capsys, "plan", "-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "sglang==0.5.9",
-                       "--tp", "2", "--context-length", "32768", "--format", "json")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "-m",
+        "Qwen/Qwen3.6-27B",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--tp",
+        "2",
+        "--context-length",
+        "32768",
+        "--format",
+        "json",
+    )
     p = json.loads(out)
     assert code == 0 and p["hardware"]["tp_size"] == 2 and p["pools"]["context_len"] == 32768
 
 
 def test_unknown_flag_is_a_warning(capsys):
-    code, out, _ = run(capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--format", "json", "--",
-                       *SEED, *FIX, "--no-such-flag", "7")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--gpu",
+        "A6000",
+        "--engine",
+        "sglang==0.5.9",
+        "--format",
+        "json",
+        "--",
+        *SEED,
+        *FIX,
+        "--no-such-flag",
+        "7",
+    )
     p = json.loads(out)
     assert code == 0 and any("--no-such-flag" in w for w in p["warnings"])
 
 
 def test_nearest_profile_is_said(capsys):
-    code, out, _ = run(capsys, "plan", "--gpu", "H100", "--engine", "sglang==0.5.18", "-m", "Qwen/Qwen3.5-27B",
-                       "--format", "json")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--gpu",
+        "H100",
+        "--engine",
+        "sglang==0.5.18",
+        "-m",
+        "Qwen/Qwen3.5-27B",
+        "--format",
+        "json",
+    )
     p = json.loads(out)
     assert p["engine"]["profile"] == "0.5.23" and "nearest" in p["engine"]["note"]
 
@@ -87,11 +182,17 @@ def test_nearest_profile_is_said(capsys):
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "3"], "does not divide"),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6001"], "unknown GPU"),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "two"], "expects an int"),
-        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--mem-fraction-static", "0"], "--mem-fraction-static"),
+        (
+            ["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--mem-fraction-static", "0"],
+            "--mem-fraction-static",
+        ),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--gpu-mem-mib", "-5"], "--gpu-mem-mib"),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--free-gib", "0"], "--free-gib"),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "0"], "--tp-size"),
-        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "sglang==banana"], "engine version"),
+        (
+            ["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "sglang==banana"],
+            "engine version",
+        ),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "tgi==1.0"], "unknown engine"),
         (["-m", "Qwen/Qwen3.6-27B"], "no GPU"),
         (["--gpu", "A6000"], "no model"),
@@ -113,14 +214,19 @@ def test_malformed_config_file(capsys, tmp_path):
 
 
 def test_unsizable_architecture(capsys):
-    code, _, err = run(capsys, "plan", "-m", "MiniMaxAI/MiniMax-M1", "--gpu", "H200", "--tp-size", "8")
+    code, _, err = run(
+        capsys, "plan", "-m", "MiniMaxAI/MiniMax-M1", "--gpu", "H200", "--tp-size", "8"
+    )
     assert code == 2 and "MiniMax" in err and err.count("\n") == 1
 
 
 def test_models_and_gpus_lists(capsys):
     code, out, _ = run(capsys, "models", "--format", "json")
     ids = {m["id"] for m in json.loads(out)}
-    assert code == 0 and {"Qwen/Qwen3.6-27B", "Qwen/Qwen3.5-27B", "nvidia/Nemotron-H-56B-Base-8K"} <= ids
+    assert (
+        code == 0
+        and {"Qwen/Qwen3.6-27B", "Qwen/Qwen3.5-27B", "nvidia/Nemotron-H-56B-Base-8K"} <= ids
+    )
     code, out, _ = run(capsys, "gpus", "--format", "json")
     mib = {g["key"]: g["memory_mib"] for g in json.loads(out)}
     assert code == 0 and mib["rtx-a6000"] == 49140 and mib["h100-sxm"] == 81559

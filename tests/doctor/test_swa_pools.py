@@ -12,7 +12,8 @@ P = "[2026-02-01 00:05:03 TP0] "
 
 V059 = [
     P + "Load weight begin. avail mem=78.00 GB",
-    P + "Load weight end. elapsed=5.00 s, type=GptOssForCausalLM, dtype=torch.bfloat16, avail mem=66.00 GB, mem usage=12.00 GB.",
+    P
+    + "Load weight end. elapsed=5.00 s, type=GptOssForCausalLM, dtype=torch.bfloat16, avail mem=66.00 GB, mem usage=12.00 GB.",
     P + "Use sliding window memory pool. full_layer_tokens=1165084, swa_layer_tokens=932067",
     P + "KV Cache is allocated. #tokens: 932067, K size: 5.33 GB, V size: 5.33 GB",
     P + "KV Cache is allocated. #tokens: 1165084, K size: 6.67 GB, V size: 6.67 GB",
@@ -20,8 +21,10 @@ V059 = [
 ]
 V0523 = [
     P + "Use sliding window memory pool. full_layer_tokens=1165084, swa_layer_tokens=932067",
-    P + "Full KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1165084, K size: 6.67 GB, V size: 6.67 GB",
-    P + "SWA KV Cache is allocated. dtype: torch.bfloat16, #tokens: 932067, K size: 5.33 GB, V size: 5.33 GB",
+    P
+    + "Full KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1165084, K size: 6.67 GB, V size: 6.67 GB",
+    P
+    + "SWA KV Cache is allocated. dtype: torch.bfloat16, #tokens: 932067, K size: 5.33 GB, V size: 5.33 GB",
 ]
 
 

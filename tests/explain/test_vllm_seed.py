@@ -152,6 +152,33 @@ def test_prefix_caching_costs_one_state_block_per_group(default_launch, qwen36):
     assert on.kv_tokens < old.outcome.kv_tokens
 
 
+def test_on_hopper_prefix_caching_also_sets_the_block_size(qwen36):
+    """0.33.0 on SM 9.0: Qwen GDN prefill runs on FlashInfer, which in mode align exports a
+    prefill checkpoint every block (one more state block per group) and aligns the block to 64
+    (qwen_gdn_linear_attn.py, Platform._align_hybrid_block_size). Off, neither applies."""
+    req = PlanRequest(model=qwen36, gpu="H100", engine="vllm==0.33.0", args=dict(SEED))
+    e = explain_request(req, with_fix=False)
+    off = value(lever(e, "enable_prefix_caching"), "off").outcome
+    assert (e.outcome.state_slots_per_request, off.state_slots_per_request) == (2 + 3 + 1, 1 + 3)
+    on_block = 64 * cdiv(MAMBA_PAGE, 64 * ATTN_TOKEN)
+    assert (on_block, BLOCK) == (832, 800)
+    on_plan = e.plan
+    off_plan = plan(
+        PlanRequest(
+            model=qwen36,
+            gpu="H100",
+            engine="vllm==0.33.0",
+            args={**SEED, "enable_prefix_caching": False},
+        )
+    )
+    assert (on_plan.pools.block_size, off_plan.pools.block_size) == (on_block, BLOCK)
+    on_per = cdiv(32768, on_block) + 3 * 6
+    off_per = cdiv(32768, BLOCK) + 3 * 4
+    assert on_plan.pools.max_concurrency == pytest.approx(on_plan.pools.num_blocks / on_per)
+    assert off_plan.pools.max_concurrency == pytest.approx(off_plan.pools.num_blocks / off_per)
+    assert off.full_context_requests == round(off_plan.pools.max_concurrency, 2)
+
+
 def test_batched_tokens_do_not_size_memory_when_the_sampler_peaks(default_launch):
     lv = lever(default_launch, "max_num_batched_tokens")
     assert any(c.name == "activation peak (sampler)" for c in default_launch.plan.consumers)

@@ -30,9 +30,19 @@ GiB = 1 << 30
 
 # Qwen3.8-27B-FP8 is the Qwen3_5ForConditionalGeneration architecture (case notes): the Qwen3.5-27B
 # config with Qwen's block-FP8 quantization_config (assumed; see tests/model/test_model_weights.py).
-QWEN_FP8 = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128],
-            "modules_to_not_convert": ["lm_head", "model.visual", "mtp", "linear_attn.in_proj_a",
-                                       "linear_attn.in_proj_b"]}
+QWEN_FP8 = {
+    "quant_method": "fp8",
+    "fmt": "e4m3",
+    "activation_scheme": "dynamic",
+    "weight_block_size": [128, 128],
+    "modules_to_not_convert": [
+        "lm_head",
+        "model.visual",
+        "mtp",
+        "linear_attn.in_proj_a",
+        "linear_attn.in_proj_b",
+    ],
+}
 
 
 def observed(case_id: str, pattern: str) -> re.Match:
@@ -61,11 +71,20 @@ def _h100(model, calibrated: bool):
     end = observed(H100, LOAD_END)
     kw = {}
     if calibrated:
-        kw = dict(measured_free_before_gib=float(end["avail"]) + float(end["w"]),
-                  measured_weights_gib=float(end["w"]))
+        kw = dict(
+            measured_free_before_gib=float(end["avail"]) + float(end["w"]),
+            measured_weights_gib=float(end["w"]),
+        )
     # flags: --mem-fraction-static 0.85 --max-running-requests 32; CUDA_VISIBLE_DEVICES=6 -> 1 GPU
-    return plan(PlanRequest(model=model, gpu="H100", engine="sglang==0.5.18",
-                            args={"mem_fraction_static": 0.85, "max_running_requests": 32}, **kw))
+    return plan(
+        PlanRequest(
+            model=model,
+            gpu="H100",
+            engine="sglang==0.5.18",
+            args={"mem_fraction_static": 0.85, "max_running_requests": 32},
+            **kw,
+        )
+    )
 
 
 @pytest.mark.parametrize("calibrated", [False, True])
@@ -96,21 +115,35 @@ def test_h100_state_bytes_reproduce_the_printed_sizes(qwen38_fp8):
 
 @pytest.mark.parametrize(
     ("case", "tp"),
-    [("sgl_qwen38_27b_fp8_1xmi355x_tp1_v0517rocm", 1), ("sgl_qwen38_27b_fp8_2xmi355x_tp2_v0517rocm", 2)],
+    [
+        ("sgl_qwen38_27b_fp8_1xmi355x_tp1_v0517rocm", 1),
+        ("sgl_qwen38_27b_fp8_2xmi355x_tp2_v0517rocm", 2),
+    ],
 )
 @pytest.mark.parametrize("calibrated", [False, True])
 def test_mi355x_qwen38_fp8_tokens(qwen38_fp8, case, tp, calibrated):
     end, final = observed(case, LOAD_END), observed(case, FINAL)
     kw = {}
     if calibrated:
-        kw = dict(measured_free_before_gib=float(end["avail"]) + float(end["w"]),
-                  measured_weights_gib=float(end["w"]))
-    p = plan(PlanRequest(model=qwen38_fp8, gpu="MI355X", engine="sglang==0.5.17", **kw,
-                         args={"tp_size": tp, "mem_fraction_static": 0.85, "max_running_requests": 32}))
+        kw = dict(
+            measured_free_before_gib=float(end["avail"]) + float(end["w"]),
+            measured_weights_gib=float(end["w"]),
+        )
+    p = plan(
+        PlanRequest(
+            model=qwen38_fp8,
+            gpu="MI355X",
+            engine="sglang==0.5.17",
+            **kw,
+            args={"tp_size": tp, "mem_fraction_static": 0.85, "max_running_requests": 32},
+        )
+    )
     assert p.engine.profile == "0.5.23"
     # calibrated: the log's free/weights figures; modelled: 2 % (TP2 weights are 2.3 % low, see
     # tests/model/test_model_weights.py, which moves the budget by ~0.3 %)
-    assert p.pools.max_total_num_tokens == pytest.approx(int(final["tok"]), rel=0.002 if calibrated else 0.02)
+    assert p.pools.max_total_num_tokens == pytest.approx(
+        int(final["tok"]), rel=0.002 if calibrated else 0.02
+    )
     assert p.pools.effective_max_running_requests == int(final["mrr"])  # 32
 
 
@@ -125,8 +158,16 @@ def test_qwq32b_4x_l4_calibrated_dense():
     end = observed(QWQ, r"avail mem=(?P<avail>[\d.]+) GB, mem usage=(?P<w>[\d.]+) GB")
     kv = observed(QWQ, KV)
     model = dense("Qwen/QwQ-32B", 64, 40, 8, 128)
-    p = plan(PlanRequest(model=model, gpu="L4", engine="sglang==0.4.3", measured_free_before_gib=begin,
-                         measured_weights_gib=float(end["w"]), args={"tp_size": 4, "mem_fraction_static": 0.85}))
+    p = plan(
+        PlanRequest(
+            model=model,
+            gpu="L4",
+            engine="sglang==0.4.3",
+            measured_free_before_gib=begin,
+            measured_weights_gib=float(end["w"]),
+            args={"tp_size": 4, "mem_fraction_static": 0.85},
+        )
+    )
     assert p.engine.profile == "0.5.9"
     assert p.pools.max_total_num_tokens == pytest.approx(int(kv["tok"]), rel=0.005)  # 46611
     assert f"{p.per_rank.kv_cache_gib / 2:.2f}" == kv["k"]  # 1.42
@@ -138,8 +179,11 @@ def test_kv_cell_of_qwen3_235b_and_qwen3_next_logs():
     m = observed("sgl_qwen3_235b_fp8_4xh100_v21348", KV)
     cell = common.kv_cell_size(qwen3_235b, 4, 94, "bfloat16")
     assert f"{(int(m['tok']) + 1) * cell / 2 / GiB:.2f}" == m["k"]  # 8.23
-    nxt = build_model_spec(read_json(catalog.DATA / "Qwen__Qwen3-Next-80B-A3B-Thinking.json"),
-                           name="Qwen3-Next", source="catalog")
+    nxt = build_model_spec(
+        read_json(catalog.DATA / "Qwen__Qwen3-Next-80B-A3B-Thinking.json"),
+        name="Qwen3-Next",
+        source="catalog",
+    )
     m = observed("sgl_qwen3next_80b_thinking_tp4_v10407", KV)
     cell = common.kv_cell_size(nxt, 4, len(nxt.attention_layer_ids), "bfloat16")
     assert cell == 1 * 512 * 12 * 2  # max(1, 2 KV heads // 4) x (256 + 256) x 12 full layers x 2 B

@@ -20,21 +20,53 @@ Exit status: 0 nothing wrong, 1 the launch failed or something needs attention, 
 
 @click.command("doctor", epilog=EPILOG)
 @click.argument("log", metavar="LOG")
-@click.option("--command", "command", default=None,
-              help="The launch command you are debugging: the log is checked against it, and the fix is applied to it.")
-@click.option("--since", default=None,
-              help="When you started that launch ('2026-04-20 10:40', '10:40', or an age like 30m): "
-              "older launches in the file are reported as stale.")
-@click.option("-m", "--model", default=None, help="Model config for the re-plan (path, catalog id or Hub id), "
-              "when the log's model path is not readable here.")
-@click.option("-g", "--gpu", default=None, help="GPU name (see `servefit gpus`), when the log does not say.")
-@click.option("-e", "--engine", default=None, help="Engine version for the re-plan, e.g. sglang==0.5.9 "
-              "(SGLang does not print its version).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
-              help="table for people, json (one object, docs/doctor-json.md) for scripts.")
+@click.option(
+    "--command",
+    "command",
+    default=None,
+    help="The launch command you are debugging: the log is checked against it, and the fix is applied to it.",
+)
+@click.option(
+    "--since",
+    default=None,
+    help="When you started that launch ('2026-04-20 10:40', '10:40', or an age like 30m): "
+    "older launches in the file are reported as stale.",
+)
+@click.option(
+    "-m",
+    "--model",
+    default=None,
+    help="Model config for the re-plan (path, catalog id or Hub id), "
+    "when the log's model path is not readable here.",
+)
+@click.option(
+    "-g", "--gpu", default=None, help="GPU name (see `servefit gpus`), when the log does not say."
+)
+@click.option(
+    "-e",
+    "--engine",
+    default=None,
+    help="Engine version for the re-plan, e.g. sglang==0.5.9 (SGLang does not print its version).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table for people, json (one object, docs/doctor-json.md) for scripts.",
+)
 @click.pass_context
-def doctor(ctx: click.Context, log: str, command: str | None, since: str | None, model: str | None,
-           gpu: str | None, engine: str | None, fmt: str) -> None:
+def doctor(
+    ctx: click.Context,
+    log: str,
+    command: str | None,
+    since: str | None,
+    model: str | None,
+    gpu: str | None,
+    engine: str | None,
+    fmt: str,
+) -> None:
     """Diagnose an SGLang or vLLM log: root cause, fix, and what to watch on a server that started."""
     from servefit.doctor.diagnose import diagnose
     from servefit.doctor.launches import read_log

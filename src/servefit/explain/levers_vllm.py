@@ -87,7 +87,9 @@ def _from_profile(lever: vllm.VllmLever) -> Callable[[Context], list[Option]]:
 
 def _grid(dest: str, grid: Callable[[Context], list[Any]]) -> Callable[[Context], list[Option]]:
     def values(c: Context) -> list[Option]:
-        return [Option(_label(o.args[dest]), o.args) for o in options(dest, grid(c), c.args[dest])]
+        return [
+            Option(_label(o.args[dest]), o.args) for o in options(dest, grid(c), c.args.get(dest))
+        ]
 
     return values
 
@@ -103,18 +105,23 @@ def _seqs_fix(c: Context) -> list[Any]:
 
 
 def _len_fix(c: Context) -> list[Any]:
-    """Shorter contexts only, as for SGLang: the fix is judged at the requested context."""
+    """Shorter contexts only, as for SGLang: the fix is judged at the requested context. With
+    them the longest that fits, as vLLM's own auto-fit (--max-model-len -1) finds it
+    (kv_cache_planning.py:_auto_fit_max_model_len), written out as a number."""
+    from servefit.explain.replan import replan
+
     cur = c.plan.pools.context_len
-    return [v for v in (4096, 8192, 16384, 24576, 32768, 65536, 131072) if v < cur]
+    vals = [v for v in (4096, 8192, 16384, 24576, 32768, 65536, 131072) if v < cur]
+    if c.plan.verdict != "ok":
+        fitted, _ = replan(c.request, Option("auto", {"max_model_len": -1}))
+        if fitted is not None and fitted.verdict == "ok" and fitted.pools.context_len < cur:
+            vals.append(fitted.pools.context_len)
+    return vals
 
 
 def _profile_values(dest: str) -> Callable[[Context], list[Any]]:
     lever = next(lv for lv in vllm.LEVERS if lv.dest == dest)
     return lambda c: lever.values(c.args, c.plan.pools.model_dump())
-
-
-def _has_state(c: Context) -> bool:
-    return c.has_state
 
 
 def _spec_on(c: Context) -> bool:

@@ -310,26 +310,28 @@ def _vllm_outers(allow_lossy: bool, allow_no_radix: bool, p0: Plan) -> Variants:
     return outers
 
 
-_VLLM_SPEC_BACK = {"mtp": "mtp", "eagle": "eagle", "eagle3": "eagle3", "draft_model": "standalone"}
+_VLLM_SPEC_BACK = {
+    "mtp": "mtp",
+    "ngram": "ngram",
+    "eagle": "eagle",
+    "eagle3": "eagle3",
+    "draft_model": "standalone",
+}
 
 
 def _vllm_spec_of(args: dict[str, Any]) -> tuple[str, int | None, str | None]:
-    from servefit.engines.vllm.resolve import spec_config
+    """--spec of a baseline's --speculative-config (the per-model MTP methods are "mtp")."""
+    from servefit.engines.vllm.resolve import _MTP_METHODS, spec_config
 
     cfg, method = spec_config(args.get("speculative_config"))
     if cfg is None:
         return "none", None, None
-    from servefit.engines.vllm.resolve import _MTP_METHODS, _NO_DRAFT_METHODS
-
-    kind = (
-        "mtp"
-        if method in _MTP_METHODS
-        else "ngram"
-        if method in _NO_DRAFT_METHODS
-        else _VLLM_SPEC_BACK.get(str(method))
-    )
+    kind = "mtp" if method in _MTP_METHODS else _VLLM_SPEC_BACK.get(str(method))
     if kind is None:
-        raise ArgumentError(f"fit does not search --speculative-config method {method!r}")
+        raise ArgumentError(
+            f"fit searches --speculative-config methods {', '.join(_VLLM_SPEC_BACK)}; the "
+            f"launch uses {method!r}: pass --spec"
+        )
     return kind, cfg.get("num_speculative_tokens"), cfg.get("model")
 
 

@@ -95,7 +95,10 @@ def _from_hub(repo_id: str) -> dict[str, Any]:
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
         raise ConfigError(hint.format(why="HF_HUB_OFFLINE is set and it is not in the local cache"))
     # huggingface_hub retries a dead network for ~30 s; a 3 s probe tells "offline" at once.
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    host = (
+        urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+        or "huggingface.co"
+    )
     if not hub_reachable(host):
         raise ConfigError(hint.format(why=f"offline: {host} is unreachable"))
     try:

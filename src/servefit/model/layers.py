@@ -196,10 +196,21 @@ class LightningAttention:
     has_state = True
 
     def state_shapes(self, tp: int) -> StateShapes:
-        return StateShapes(conv=(), temporal=(_divide(self.num_heads, tp), self.head_dim, self.head_dim))
+        return StateShapes(
+            conv=(), temporal=(_divide(self.num_heads, tp), self.head_dim, self.head_dim)
+        )
 
 
-Mixer = FullAttention | SlidingWindowAttention | MLA | Mamba2 | GatedDeltaNet | KDA | ShortConv | LightningAttention
+Mixer = (
+    FullAttention
+    | SlidingWindowAttention
+    | MLA
+    | Mamba2
+    | GatedDeltaNet
+    | KDA
+    | ShortConv
+    | LightningAttention
+)
 RECURRENT_KINDS = ("gated_deltanet", "mamba2", "kda", "short_conv", "lightning")
 
 

@@ -43,8 +43,14 @@ class ParamCount:
     @property
     def total(self) -> int:
         return (
-            self.embedding + self.lm_head + self.attention + self.dense_ffn
-            + self.experts + self.norms + self.vision + self.mtp
+            self.embedding
+            + self.lm_head
+            + self.attention
+            + self.dense_ffn
+            + self.experts
+            + self.norms
+            + self.vision
+            + self.mtp
         )
 
 
@@ -77,9 +83,7 @@ class ModelSpec:
         return len(self.layers)
 
     def layer_ids(self, *kinds: str) -> tuple[int, ...]:
-        return tuple(
-            lyr.index for lyr in self.layers if any(m.kind in kinds for m in lyr.mixers)
-        )
+        return tuple(lyr.index for lyr in self.layers if any(m.kind in kinds for m in lyr.mixers))
 
     @cached_property
     def attention_layer_ids(self) -> tuple[int, ...]:

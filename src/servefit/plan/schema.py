@@ -74,7 +74,9 @@ class Pools(_Frozen):
     """Pool sizes on one rank. Bytes are per rank."""
 
     budget_gib: float  # memory the engine splits between state and KV ("rest_memory")
-    kv_budget_gib: float  # what is left of it for the KV pool after the state reservations (< 0: short)
+    kv_budget_gib: (
+        float  # what is left of it for the KV pool after the state reservations (< 0: short)
+    )
     kv_bytes_per_token: int
     max_total_num_tokens: int
     page_size: int

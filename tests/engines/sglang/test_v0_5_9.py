@@ -200,8 +200,9 @@ def test_gpt_oss_hybrid_swa_split():
     profiled = int((78.0 - 7.0 - 78.0 * 0.15) * 2**30) // cell
     full = int(profiled * (1024 * 24) / (1024 * 12 + 0.8 * 1024 * 12))
     assert s.pools.max_total_num_tokens == full
-    assert f"Use sliding window memory pool. full_layer_tokens={full}, swa_layer_tokens={int(full * 0.8)}" in (
-        s.log_lines
+    assert (
+        f"Use sliding window memory pool. full_layer_tokens={full}, swa_layer_tokens={int(full * 0.8)}"
+        in (s.log_lines)
     )
     # B200 picks trtllm_mha for GPT-OSS, which turns the split off
     r = prof.resolve_args(model, gpus("B200", 183359, 2), {"tp_size": 2}, {})
