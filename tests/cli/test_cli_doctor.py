@@ -7,16 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from servefit.cli.main import main
+from tests.clihelp import run
 
 LOGS = Path(__file__).resolve().parents[1] / "doctor" / "logs"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_failed_launch_json(capsys):

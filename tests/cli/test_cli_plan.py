@@ -6,64 +6,19 @@ import json
 
 import pytest
 
-from servefit.cli.main import main
-
-SEED = [
-    "python",
-    "-m",
-    "sglang.launch_server",
-    "--model-path",
-    "Qwen/Qwen3.6-27B",
-    "--port",
-    "30000",
-    "--host",
-    "0.0.0.0",
-    "--tp-size",
-    "2",
-    "--context-length",
-    "32768",
-    "--reasoning-parser",
-    "qwen3",
-    "--tool-call-parser",
-    "qwen3_coder",
-    "--speculative-algo",
-    "NEXTN",
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-]
-FIX = [
-    "--max-running-requests",
-    "16",
-    "--mamba-full-memory-ratio",
-    "0.5",
-    "--mem-fraction-static",
-    "0.88",
-]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
+from tests.clihelp import run
+from tests.seedcase import HAND_TUNED_ARGV, SEED_ARGV, SEED_TARGET_ARGV
 
 
 def test_seed_085_fails_and_names_the_consumer(capsys):
     code, out, err = run(
         capsys,
         "plan",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--format",
         "json",
         "--",
-        *SEED,
+        *SEED_ARGV,
         "--mem-fraction-static",
         "0.85",
     )
@@ -89,15 +44,12 @@ def test_seed_fix_starts(capsys):
     code, out, _ = run(
         capsys,
         "plan",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--format",
         "json",
         "--",
-        *SEED,
-        *FIX,
+        *SEED_ARGV,
+        *HAND_TUNED_ARGV,
     )
     p = json.loads(out)
     assert code == 0 and p["verdict"] == "ok" and p["error"] is None
@@ -111,9 +63,7 @@ def test_seed_fix_starts(capsys):
 
 
 def test_table_output_shows_verdict_and_engine_lines(capsys):
-    code, out, _ = run(
-        capsys, "plan", "--gpu", "A6000", "--engine", "sglang==0.5.9", "--", *SEED, *FIX
-    )
+    code, out, _ = run(capsys, "plan", *SEED_TARGET_ARGV, "--", *SEED_ARGV, *HAND_TUNED_ARGV)
     assert code == 0
     assert "STARTS" in out and "Mamba Cache is allocated. max_mamba_cache_size: 16" in out
 
@@ -124,10 +74,7 @@ def test_options_instead_of_a_command(capsys):
         "plan",
         "-m",
         "Qwen/Qwen3.6-27B",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--tp",
         "2",
         "--context-length",
@@ -143,15 +90,12 @@ def test_unknown_flag_is_a_warning(capsys):
     code, out, _ = run(
         capsys,
         "plan",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--format",
         "json",
         "--",
-        *SEED,
-        *FIX,
+        *SEED_ARGV,
+        *HAND_TUNED_ARGV,
         "--no-such-flag",
         "7",
     )

@@ -6,18 +6,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from servefit.cli.main import main
+from tests.clihelp import run
+from tests.seedcase import SEED_SIZING_ARGV, SEED_TARGET_ARGV
 
 GiB = 1 << 30
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_vllm_serve_command_with_positional_model(capsys):
@@ -130,10 +122,7 @@ def test_compare_sglang_with_vllm(capsys):
     code, out, _ = run(
         capsys,
         "plan",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--compare",
         "vllm==0.33.0",
         "--format",
@@ -142,20 +131,7 @@ def test_compare_sglang_with_vllm(capsys):
         "python",
         "-m",
         "sglang.launch_server",
-        "--model-path",
-        "Qwen/Qwen3.6-27B",
-        "--tp-size",
-        "2",
-        "--context-length",
-        "32768",
-        "--speculative-algo",
-        "NEXTN",
-        "--speculative-num-steps",
-        "3",
-        "--speculative-eagle-topk",
-        "1",
-        "--speculative-num-draft-tokens",
-        "4",
+        *SEED_SIZING_ARGV,
         "--mem-fraction-static",
         "0.88",
         "--max-running-requests",

@@ -10,17 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from servefit.cli.main import main
+from tests.clihelp import run
 from tests.standin.openai_server import running
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 def test_healthy_json_exit_0(capsys):

@@ -16,15 +16,7 @@ import pytest
 from servefit.doctor.diagnose import diagnose, root_cause
 from servefit.doctor.launches import read_log
 from servefit.plan.planner import PlanRequest, plan
-
-SEED = {
-    "tp_size": 2,
-    "context_length": 32768,
-    "speculative_algorithm": "NEXTN",
-    "speculative_num_steps": 3,
-    "speculative_eagle_topk": 1,
-    "speculative_num_draft_tokens": 4,
-}
+from tests.seedcase import SEED
 
 
 def sglang_log(error: str, rank: str = "TP0") -> list[str]:

@@ -8,19 +8,10 @@ launches as a real log would not; `launch` names the launch (1-based) that holds
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from servefit.doctor.launches import read_log
-
-GT = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
-CASES = (
-    {c["id"]: c for c in map(json.loads, (GT / "cases.jsonl").read_text().splitlines())}
-    if GT.exists()
-    else {}
-)
+from tests.groundtruth import CASES, GT
 
 # case id -> (launch, {dotted fact path: value}, [substrings of observed lines the values come from])
 EXPECTED: dict[str, tuple[int, dict, list[str]]] = {

@@ -2,40 +2,21 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
 
-from servefit import catalog
 from servefit.doctor.diagnose import diagnose
 from servefit.doctor.launches import read_log
-from servefit.model.config import read_json
-from servefit.model.inventory import build_model_spec
+from tests.qwen38_fp8 import qwen38_fp8_spec
 
 GT = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
 H100 = GT / "sgl_qwen38_27b_fp8_1xh100_v0518.txt"
-# Qwen3.8-27B-FP8 = the Qwen3.5-27B architecture with block FP8 (as tests/plan/test_ground_truth_sglang.py)
-QWEN_FP8 = {
-    "quant_method": "fp8",
-    "fmt": "e4m3",
-    "activation_scheme": "dynamic",
-    "weight_block_size": [128, 128],
-    "modules_to_not_convert": [
-        "lm_head",
-        "model.visual",
-        "mtp",
-        "linear_attn.in_proj_a",
-        "linear_attn.in_proj_b",
-    ],
-}
 
 
 @pytest.fixture(scope="module")
 def model():
-    cfg = copy.deepcopy(read_json(catalog.DATA / "Qwen__Qwen3.5-27B.json"))
-    cfg["quantization_config"] = QWEN_FP8
-    return build_model_spec(cfg, name="Qwen3.8-27B-FP8", source="test")
+    return qwen38_fp8_spec("Qwen3.8-27B-FP8")
 
 
 CMD = "python -m sglang.launch_server --model-path Qwen/Qwen3.8-27B-FP8 --mem-fraction-static 0.85 --max-running-requests 32"

@@ -8,7 +8,7 @@ import servefit
 from servefit.explain.schema import Explanation
 from servefit.fit.schema import FitResult
 from servefit.plan.schema import Plan
-from tests.seedcase import SEED
+from tests.seedcase import SEED, SEED_FIT
 
 
 def test_plan_twice_and_subpackages_still_reachable():
@@ -30,12 +30,8 @@ def test_explain_and_fit_return_typed_frozen_results():
     assert Explanation.model_validate_json(e.model_dump_json()) == e
     r = servefit.fit(
         "Qwen/Qwen3.6-27B",
-        gpu="A6000",
-        num_gpus=2,
-        context=32768,
+        **SEED_FIT,
         concurrency=16,
-        spec="mtp",
-        engine="sglang==0.5.9",
         top=1,
         baseline="--tp-size 2 --max-running-requests 16 --mem-fraction-static 0.88",
     )

@@ -15,7 +15,8 @@ import pytest
 from servefit.engines.vllm.common import cdiv
 from servefit.explain.analysis import explain_request
 from servefit.plan.planner import PlanRequest
-from tests.plan.test_ground_truth_vllm import CLUB612, CONC, TOKENS, number, observed
+from tests.groundtruth import observed
+from tests.plan.test_ground_truth_vllm import CLUB612, CONC, TOKENS, number
 
 ARGS = {
     "max_model_len": 131072,

@@ -4,27 +4,15 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from servefit.cli.main import main
-from tests.seedcase import HAND_TUNED_ARGV, SEED_ARGV
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
+from tests.clihelp import run
+from tests.seedcase import HAND_TUNED_ARGV, SEED_ARGV, SEED_TARGET_ARGV
 
 
 def test_explain_json_seed_085(capsys):
     code, out, _ = run(
         capsys,
         "explain",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--format",
         "json",
         "--",
@@ -44,10 +32,7 @@ def test_explain_table_hand_tuned(capsys):
     code, out, _ = run(
         capsys,
         "explain",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--",
         *SEED_ARGV,
         *HAND_TUNED_ARGV,
@@ -61,10 +46,7 @@ def test_fit_json_with_baseline_from_the_launch_command(capsys):
     code, out, _ = run(
         capsys,
         "fit",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--concurrency",
         "16",
         "--top",
@@ -90,10 +72,7 @@ def test_fit_table_side_by_side(capsys):
     code, out, _ = run(
         capsys,
         "fit",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--concurrency",
         "16",
         "--top",

@@ -9,7 +9,7 @@ from servefit.explain.outcome import outcome
 from servefit.fit.search import FitRequest, fit
 from servefit.model.inventory import load_model
 from servefit.plan.planner import PlanRequest, plan
-from tests.seedcase import HAND_TUNED, SEED
+from tests.seedcase import HAND_TUNED, SEED, SEED_FIT
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +22,8 @@ def seed_fit(qwen36):
     return fit(
         FitRequest(
             model=qwen36,
-            gpu="A6000",
-            num_gpus=2,
-            context=32768,
+            **SEED_FIT,
             concurrency=16,
-            spec="mtp",
-            engine="sglang==0.5.9",
             baseline={**SEED, **HAND_TUNED},
             model_path="Qwen/Qwen3.6-27B",
         )
@@ -82,11 +78,7 @@ def test_without_concurrency_target_pools_are_balanced(qwen36):
     r = fit(
         FitRequest(
             model=qwen36,
-            gpu="A6000",
-            num_gpus=2,
-            context=32768,
-            spec="mtp",
-            engine="sglang==0.5.9",
+            **SEED_FIT,
             top=1,
         )
     )
@@ -99,12 +91,8 @@ def test_without_concurrency_target_pools_are_balanced(qwen36):
 def test_lossy_search_only_when_allowed(qwen36):
     kw = dict(
         model=qwen36,
-        gpu="A6000",
-        num_gpus=2,
-        context=32768,
+        **SEED_FIT,
         concurrency=16,
-        spec="mtp",
-        engine="sglang==0.5.9",
         top=1,
     )
     plain = fit(FitRequest(**kw))
@@ -118,12 +106,8 @@ def test_multi_node_commands(qwen36):
     r = fit(
         FitRequest(
             model=qwen36,
-            gpu="A6000",
-            num_gpus=2,
+            **SEED_FIT,
             nodes=2,
-            context=32768,
-            spec="mtp",
-            engine="sglang==0.5.9",
             top=2,
             dist_init_addr="10.0.0.1:5000",
         )

@@ -9,38 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from servefit.cli.main import main
 from servefit.launch.rundir import list_runs
+from tests.clihelp import run
 from tests.launch.conftest import PYTHON, REPO, SHIM, free_port, wait_for
 from tests.launch.test_preflight import SEED_ERROR
+from tests.seedcase import HAND_TUNED_ARGV, SEED_SIZING_ARGV, SEED_TARGET_ARGV
 
-SEED = [
-    PYTHON,
-    "-m",
-    "sglang.launch_server",
-    "--model-path",
-    "Qwen/Qwen3.6-27B",
-    "--tp-size",
-    "2",
-    "--context-length",
-    "32768",
-    "--speculative-algo",
-    "NEXTN",
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-]
-FIX = [
-    "--mem-fraction-static",
-    "0.88",
-    "--max-running-requests",
-    "16",
-    "--mamba-full-memory-ratio",
-    "0.5",
-]
+SEED = [PYTHON, "-m", "sglang.launch_server", *SEED_SIZING_ARGV]
 FAST = ["--probe-interval", "0.05", "--settle", "0.3", "--probe-timeout", "2", "--grace", "3"]
 
 
@@ -51,20 +26,10 @@ def no_gpu(monkeypatch):
     monkeypatch.setattr(nvml, "local_gpus", lambda: nvml.LocalGPUs(reason="NVML library not found"))
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
 def launch_args(runs_root, port: int, *extra: str, fault: str = "none") -> list[str]:
     return [
         "launch",
-        "--gpu",
-        "A6000",
-        "--engine",
-        "sglang==0.5.9",
+        *SEED_TARGET_ARGV,
         "--runs-dir",
         str(runs_root),
         "--env",
@@ -93,7 +58,7 @@ def test_a_launch_predicted_to_fail_is_refused_and_nothing_starts(capsys, runs_r
 
 def test_ready_then_runs_logs_and_stop(capsys, runs_root):
     port = free_port()
-    code, out, _ = run(capsys, *launch_args(runs_root, port), *FIX)
+    code, out, _ = run(capsys, *launch_args(runs_root, port), *HAND_TUNED_ARGV)
     assert code == 0, out
     [run_dir] = list_runs(runs_root)
     rec = run_dir.read()
@@ -229,7 +194,7 @@ def test_ctrl_c_while_starting_stops_the_engine(capsys, runs_root, monkeypatch):
         *launch_args(
             runs_root, free_port(), "--env", "STANDIN_WEIGHT_LOAD_S=30", fault="slow-weight-load"
         ),
-        *FIX,
+        *HAND_TUNED_ARGV,
     )
     assert code == 130 and "interrupted: stopping the engine" in out
     [run_dir] = list_runs(runs_root)

@@ -13,21 +13,9 @@ from servefit.hardware.nvml import GPUProcess, LocalGPU, LocalGPUs
 from servefit.launch.command import parse_launch
 from servefit.launch.preflight import minimal_fix, run_preflight
 from servefit.plan.planner import PlanRequest, plan
+from tests.seedcase import HAND_TUNED, SEED
 
-SEED_ARGS = {
-    "tp_size": 2,
-    "context_length": 32768,
-    "speculative_algorithm": "NEXTN",
-    "speculative_num_steps": 3,
-    "speculative_eagle_topk": 1,
-    "speculative_num_draft_tokens": 4,
-}
-FIX_ARGS = {
-    **SEED_ARGS,
-    "mem_fraction_static": 0.88,
-    "max_running_requests": 16,
-    "mamba_full_memory_ratio": 0.5,
-}
+FIX_ARGS = {**SEED, **HAND_TUNED}
 SEED_ERROR = (
     "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
     "Current value: self.server_args.mem_fraction_static=0.85"
@@ -73,7 +61,7 @@ def by_name(pre, name):
 def test_a_launch_the_plan_predicts_to_fail_is_refused_with_the_engines_error():
     pre = run_preflight(
         launch(free_port()),
-        request({**SEED_ARGS, "mem_fraction_static": 0.85}),
+        request({**SEED, "mem_fraction_static": 0.85}),
         gpus_fn=no_nvml,
         with_fix=False,
     )
@@ -99,7 +87,7 @@ def test_the_seed_fix_passes_and_without_nvml_the_gpu_checks_say_what_was_skippe
 
 def test_minimal_fix_comes_from_explain_when_installed():
     pytest.importorskip("servefit.explain.analysis")
-    flags = minimal_fix(request({**SEED_ARGS, "mem_fraction_static": 0.85}))
+    flags = minimal_fix(request({**SEED, "mem_fraction_static": 0.85}))
     assert flags and flags.startswith("--")
 
 

@@ -16,27 +16,9 @@ from servefit.errors import ArgumentError
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec, load_model
 from servefit.model.weights import GiB, padded_vocab, pp_indices, weights_per_rank
+from tests.qwen38_fp8 import QWEN_FP8
 
 TOL = 0.015
-
-# Qwen3.8-27B-FP8 is the Qwen3_5ForConditionalGeneration architecture (case notes), so we take
-# the Qwen3.5-27B config and ASSUME the quantization_config of Qwen's official block-FP8
-# releases. in_proj_a / in_proj_b must stay unquantized: SGLang's block-FP8 linear requires
-# every merged output partition to be a multiple of block_n = 128 and in_proj_ba is [48, 48]
-# (sglang/srt/layers/quantization/fp8.py:Fp8LinearMethod.create_weights).
-QWEN_FP8 = {
-    "quant_method": "fp8",
-    "fmt": "e4m3",
-    "activation_scheme": "dynamic",
-    "weight_block_size": [128, 128],
-    "modules_to_not_convert": [
-        "lm_head",
-        "model.visual",
-        "mtp",
-        "linear_attn.in_proj_a",
-        "linear_attn.in_proj_b",
-    ],
-}
 
 
 def _spec(file: str, quant: dict | None = None, drop_quant: bool = False):

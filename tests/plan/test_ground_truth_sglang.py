@@ -10,10 +10,7 @@ inputs are the case's GPU, flags and engine version. Cases not used, and why:
 
 from __future__ import annotations
 
-import copy
-import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -23,41 +20,15 @@ from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec
 from servefit.plan.planner import PlanRequest, plan
 from tests.engines.sglang.handbuilt import dense
+from tests.groundtruth import CASES, observed
+from tests.qwen38_fp8 import qwen38_fp8_spec
 
-GT = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
-CASES = {c["id"]: c for c in map(json.loads, (GT / "cases.jsonl").read_text().splitlines())}
 GiB = 1 << 30
-
-# Qwen3.8-27B-FP8 is the Qwen3_5ForConditionalGeneration architecture (case notes): the Qwen3.5-27B
-# config with Qwen's block-FP8 quantization_config (assumed; see tests/model/test_model_weights.py).
-QWEN_FP8 = {
-    "quant_method": "fp8",
-    "fmt": "e4m3",
-    "activation_scheme": "dynamic",
-    "weight_block_size": [128, 128],
-    "modules_to_not_convert": [
-        "lm_head",
-        "model.visual",
-        "mtp",
-        "linear_attn.in_proj_a",
-        "linear_attn.in_proj_b",
-    ],
-}
-
-
-def observed(case_id: str, pattern: str) -> re.Match:
-    for line in CASES[case_id]["observed"]:
-        m = re.search(pattern, line)
-        if m:
-            return m
-    raise AssertionError(f"{case_id}: no observed line matches {pattern}")
 
 
 @pytest.fixture(scope="module")
 def qwen38_fp8():
-    cfg = copy.deepcopy(read_json(catalog.DATA / "Qwen__Qwen3.5-27B.json"))
-    cfg["quantization_config"] = QWEN_FP8
-    return build_model_spec(cfg, name="Qwen/Qwen3.8-27B-FP8 (Qwen3.5-27B arch)", source="test")
+    return qwen38_fp8_spec("Qwen/Qwen3.8-27B-FP8 (Qwen3.5-27B arch)")
 
 
 H100 = "sgl_qwen38_27b_fp8_1xh100_v0518"

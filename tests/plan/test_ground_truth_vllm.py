@@ -38,10 +38,6 @@ Cases not used, and why:
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
-
 import pytest
 
 from servefit.engines.vllm import device, profiling
@@ -49,18 +45,9 @@ from servefit.engines.vllm.common import cdiv
 from servefit.hardware.catalog import get_gpu
 from servefit.model.inventory import load_model
 from servefit.plan.planner import PlanRequest, plan
+from tests.groundtruth import observed
 
-GT = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
-CASES = {c["id"]: c for c in map(json.loads, (GT / "cases.jsonl").read_text().splitlines())}
 GiB = 1 << 30
-
-
-def observed(case_id: str, pattern: str) -> re.Match:
-    for line in CASES[case_id]["observed"]:
-        m = re.search(pattern, line)
-        if m:
-            return m
-    raise AssertionError(f"{case_id}: no observed line matches {pattern}")
 
 
 def number(text: str) -> float:

@@ -19,7 +19,7 @@ from servefit.explain.analysis import explain_request
 from servefit.fit.search import FitRequest, fit
 from servefit.plan.planner import PlanRequest
 from servefit.report.html import write_html
-from tests.seedcase import HAND_TUNED, SEED
+from tests.seedcase import HAND_TUNED, SEED, SEED_FIT
 
 CHROMIUM = next(
     (
@@ -107,12 +107,8 @@ def test_fit_page_draws_its_charts(tmp_path):
     r = fit(
         FitRequest(
             model="Qwen/Qwen3.6-27B",
-            gpu="A6000",
-            num_gpus=2,
-            context=32768,
+            **SEED_FIT,
             concurrency=16,
-            spec="mtp",
-            engine="sglang==0.5.9",
             top=2,
             baseline={**SEED, **HAND_TUNED},
         )

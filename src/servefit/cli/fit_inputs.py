@@ -121,28 +121,16 @@ def fit_options(f):
 
 
 def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
-    from servefit.cli.inputs import LAUNCH_KEY
-    from servefit.engines.command import parse_launch_command
+    from servefit.cli.inputs import env_from_cli, launch_from_cli
     from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
     from servefit.fit.search import FitRequest
     from servefit.fit.space import space_for
 
-    env: dict[str, str] = {}
-    for item in opts.get("env") or ():
-        if "=" not in item:
-            raise ArgumentError(f"--env expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        env[k] = v
-    engine = opts.get("engine")
+    env = env_from_cli(opts)
     baseline: dict[str, Any] | None = None
-    launch = (ctx.obj or {}).get(LAUNCH_KEY)
-    cmd = parse_launch_command(launch) if launch else None
+    cmd, engine = launch_from_cli(ctx, opts.get("engine"))
     if cmd is not None:
-        if engine is None:
-            engine = cmd.engine
-        elif parse_engine(engine)[0] != cmd.engine:
-            raise ArgumentError(f"--engine {engine} but the launch command runs {cmd.engine}")
         env = {**cmd.env, **env}
     engine = engine or "sglang"
     space = space_for(parse_engine(engine)[0])

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from servefit.engines.command import LaunchCommand
 
 LAUNCH_KEY = "launch_command"
 
@@ -77,12 +80,9 @@ def plan_options(f):
     return functools.reduce(lambda acc, dec: dec(acc), reversed(opts), f)
 
 
-def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
-    """Build a PlanRequest from options, leftover engine flags and the launch command."""
-    from servefit.engines.command import parse_launch_command
-    from servefit.engines.registry import parse_engine, select
+def env_from_cli(opts: dict[str, Any]) -> dict[str, str]:
+    """The --env KEY=VALUE options as a dict; a later KEY wins."""
     from servefit.errors import ArgumentError
-    from servefit.plan.planner import PlanRequest
 
     env: dict[str, str] = {}
     for item in opts.get("env") or ():
@@ -90,15 +90,39 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
             raise ArgumentError(f"--env expects KEY=VALUE, got {item!r}")
         k, val = item.split("=", 1)
         env[k] = val
-    engine_spec = opts.get("engine")
-    engine_argv = list(ctx.args)
+    return env
+
+
+def launch_from_cli(
+    ctx: click.Context, engine: str | None
+) -> tuple[LaunchCommand | None, str | None]:
+    """The launch command after `--` (None without one), and the engine spec: --engine, else the
+    command's engine; when both are given they must name the same engine."""
+    from servefit.engines.command import parse_launch_command
+    from servefit.engines.registry import parse_engine
+    from servefit.errors import ArgumentError
+
     launch = (ctx.obj or {}).get(LAUNCH_KEY)
-    if launch:
-        cmd = parse_launch_command(launch)
-        if engine_spec is None:
-            engine_spec = cmd.engine
-        elif parse_engine(engine_spec)[0] != cmd.engine:
-            raise ArgumentError(f"--engine {engine_spec} but the launch command runs {cmd.engine}")
+    if not launch:
+        return None, engine
+    cmd = parse_launch_command(launch)
+    if engine is None:
+        return cmd, cmd.engine
+    if parse_engine(engine)[0] != cmd.engine:
+        raise ArgumentError(f"--engine {engine} but the launch command runs {cmd.engine}")
+    return cmd, engine
+
+
+def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
+    """Build a PlanRequest from options, leftover engine flags and the launch command."""
+    from servefit.engines.registry import select
+    from servefit.errors import ArgumentError
+    from servefit.plan.planner import PlanRequest
+
+    env = env_from_cli(opts)
+    engine_argv = list(ctx.args)
+    cmd, engine_spec = launch_from_cli(ctx, opts.get("engine"))
+    if cmd is not None:
         env = {**cmd.env, **env}
         engine_argv = engine_argv + list(cmd.argv)
     engine_spec = engine_spec or "sglang"

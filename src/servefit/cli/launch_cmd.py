@@ -89,19 +89,6 @@ def _plan_request(
         return None, str(exc), False
 
 
-def _extra_env(opts: dict[str, Any]) -> dict[str, str]:
-    """--env KEY=VALUE options: for the plan and for the engine's environment."""
-    from servefit.errors import ArgumentError
-
-    env = {}
-    for item in opts.get("env") or ():
-        if "=" not in item:
-            raise ArgumentError(f"--env expects KEY=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        env[k] = v
-    return env
-
-
 @click.command("launch", epilog=EPILOG_LAUNCH, options_metavar="[OPTIONS] -- COMMAND...")
 @plan_options
 @click.option("--force", is_flag=True, help="Launch even when a preflight check fails.")
@@ -189,7 +176,7 @@ def launch(
     """Start an engine under supervision: preflight, fresh log, progress, readiness."""
     from rich.console import Console
 
-    from servefit.cli.inputs import LAUNCH_KEY
+    from servefit.cli.inputs import LAUNCH_KEY, env_from_cli
     from servefit.errors import ArgumentError
     from servefit.hardware.nvml import local_gpus
     from servefit.launch.command import parse_launch
@@ -244,7 +231,7 @@ def launch(
     run = prepare_run(
         _runs_root(runs_dir),
         launch_cmd,
-        extra_env=_extra_env(opts),
+        extra_env=env_from_cli(opts),  # for the plan and the engine's environment
         plan=pre.plan,
         request=request,
         checks=pre.checks,

@@ -55,6 +55,25 @@ def _f(x: float | None, d: int = 2) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+# Error kinds whose cause reads the same whatever numbers the log printed: (summary, flags to try).
+_FIXED_CAUSES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "illegal_memory_access": (
+        "a GPU kernel touched memory outside its buffers (an engine or kernel bug, or a backend "
+        "that does not support this model or setting); not a sizing problem",
+        ("--attention-backend", "--disable-cuda-graph", "CUDA_LAUNCH_BLOCKING=1 (to locate it)"),
+    ),
+    "nccl": (
+        "the GPUs could not communicate (NCCL): peer-to-peer, driver or a hung rank",
+        ("--disable-custom-all-reduce", "NCCL_P2P_DISABLE=1", "NCCL_DEBUG=INFO (to see why)"),
+    ),
+    "engine_dead": (
+        "vLLM's engine core died; the line it points to ('root cause above') was not recognised "
+        "in this log",
+        (),
+    ),
+}
+
+
 def error_cause(launch: LaunchFacts, err: ErrorFact) -> RootCause:
     from servefit.doctor.replay import measured
 
@@ -199,41 +218,14 @@ def error_cause(launch: LaunchFacts, err: ErrorFact) -> RootCause:
             "pools was too small",
             flags=flags,
         )
-    if err.kind == "illegal_memory_access":
-        return RootCause(
-            kind=err.kind,
-            error=err,
-            summary="a GPU kernel touched memory outside its buffers (an engine or kernel bug, or a "
-            "backend that does not support this model or setting); not a sizing problem",
-            flags=[
-                "--attention-backend",
-                "--disable-cuda-graph",
-                "CUDA_LAUNCH_BLOCKING=1 (to locate it)",
-            ],
-        )
-    if err.kind == "nccl":
-        return RootCause(
-            kind=err.kind,
-            error=err,
-            summary="the GPUs could not communicate (NCCL): peer-to-peer, driver or a hung rank",
-            flags=[
-                "--disable-custom-all-reduce",
-                "NCCL_P2P_DISABLE=1",
-                "NCCL_DEBUG=INFO (to see why)",
-            ],
-        )
+    if err.kind in _FIXED_CAUSES:
+        summary, flags = _FIXED_CAUSES[err.kind]
+        return RootCause(kind=err.kind, error=err, summary=summary, flags=list(flags))
     if err.kind == "arg_error":
         return RootCause(
             kind=err.kind,
             error=err,
             summary=f"the engine rejected its arguments before allocating anything: {err.message}",
-        )
-    if err.kind == "engine_dead":
-        return RootCause(
-            kind=err.kind,
-            error=err,
-            summary="vLLM's engine core died; the line it points to ('root cause above') was not "
-            "recognised in this log",
         )
     return RootCause(
         kind=err.kind, error=err, summary=f"the engine stopped on an exception: {err.message}"

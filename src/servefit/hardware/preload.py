@@ -17,9 +17,13 @@ source; docs/gpus.md has the fit table with the residual per log.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 from servefit.errors import ArgumentError, EngineVersionError, HardwareError
 from servefit.hardware.spec import GPUSet, GPUSpec
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 ENGINES = ("sglang", "vllm")
 
@@ -105,6 +109,14 @@ def custom_all_reduce_on(
     return True, "on"
 
 
+class EngineOptions(TypedDict, total=False):
+    """What else `breakdown` reads, as keywords the other functions here pass on to it."""
+
+    engine: str
+    custom_all_reduce: bool | None
+    enable_p2p_check: bool
+
+
 def breakdown(
     gpu: GPUSpec,
     *,
@@ -146,23 +158,10 @@ def breakdown(
 
 
 def pre_load_free_gib(
-    gpu: GPUSpec,
-    *,
-    world_size: int,
-    tp: int,
-    engine: str = "sglang",
-    custom_all_reduce: bool | None = None,
-    enable_p2p_check: bool = False,
+    gpu: GPUSpec, *, world_size: int, tp: int, **options: Unpack[EngineOptions]
 ) -> float:
     """Predicted free GiB per rank before weights load ("Load weight begin. avail mem")."""
-    b = breakdown(
-        gpu,
-        world_size=world_size,
-        tp=tp,
-        engine=engine,
-        custom_all_reduce=custom_all_reduce,
-        enable_p2p_check=enable_p2p_check,
-    )
+    b = breakdown(gpu, world_size=world_size, tp=tp, **options)
     if b.free_mib <= 0:
         raise HardwareError(
             f"{gpu.name}: nothing left before weights ({b.free_mib:.0f} MiB); check --gpu-mem-mib"
@@ -170,50 +169,21 @@ def pre_load_free_gib(
     return b.free_gib
 
 
-def pre_load_free_gib_for(
-    gpus: GPUSet,
-    *,
-    tp: int,
-    engine: str = "sglang",
-    custom_all_reduce: bool | None = None,
-    enable_p2p_check: bool = False,
-) -> float:
+def pre_load_free_gib_for(gpus: GPUSet, *, tp: int, **options: Unpack[EngineOptions]) -> float:
     """Same, for a GPUSet (world size = gpus.count): a user's --free-gib override wins."""
     if gpus.free_gib_override is not None:
         if gpus.free_gib_override <= 0:
             raise HardwareError(f"--free-gib must be positive, got {gpus.free_gib_override}")
         return gpus.free_gib_override
-    return pre_load_free_gib(
-        gpus.gpu,
-        world_size=gpus.count,
-        tp=tp,
-        engine=engine,
-        custom_all_reduce=custom_all_reduce,
-        enable_p2p_check=enable_p2p_check,
-    )
+    return pre_load_free_gib(gpus.gpu, world_size=gpus.count, tp=tp, **options)
 
 
-def describe(
-    gpu: GPUSpec,
-    *,
-    world_size: int,
-    tp: int,
-    engine: str = "sglang",
-    custom_all_reduce: bool | None = None,
-    enable_p2p_check: bool = False,
-) -> str:
+def describe(gpu: GPUSpec, *, world_size: int, tp: int, **options: Unpack[EngineOptions]) -> str:
     """Multi-line explanation of the pre-load figure, for `servefit explain`."""
-    b = breakdown(
-        gpu,
-        world_size=world_size,
-        tp=tp,
-        engine=engine,
-        custom_all_reduce=custom_all_reduce,
-        enable_p2p_check=enable_p2p_check,
-    )
+    b = breakdown(gpu, world_size=world_size, tp=tp, **options)
     where = (
         'SGLang "Load weight begin. avail mem"'
-        if engine == "sglang"
+        if b.engine == "sglang"
         else "vLLM init snapshot free memory"
     )
     amd = gpu.vendor == "amd"

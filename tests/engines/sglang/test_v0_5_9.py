@@ -13,16 +13,9 @@ from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import common
 from servefit.engines.sglang import v0_5_9 as prof
 from tests.engines.sglang.handbuilt import dense, gpus, qwen36_27b
+from tests.seedcase import SEED
 
 A6000 = 49140  # MiB, nvidia-smi memory.total of an RTX A6000
-SEED = dict(
-    tp_size=2,
-    context_length=32768,
-    speculative_algorithm="NEXTN",
-    speculative_num_steps=3,
-    speculative_eagle_topk=1,
-    speculative_num_draft_tokens=4,
-)
 
 
 def _resolve(model, mib, count, **args):

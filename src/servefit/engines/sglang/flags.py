@@ -35,12 +35,22 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass, field
-from importlib import resources
+from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.base import Flag
-from servefit.errors import EngineVersionError
+from servefit.engines.flagtable import (
+    KIND_ARTICLE,
+    ArgvWalk,
+    BadValue,
+    FlagTables,
+    ParsedArgs,
+    base_fields,
+    convert_plain,
+    hashable,
+    index_flags,
+    match_option,
+)
 
 __all__ = [
     "EngineFlag",
@@ -50,7 +60,7 @@ __all__ = [
     "parse_argv",
 ]
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+_TABLES = FlagTables(package=__package__, engine="SGLang", article="an", example="0.5.9")
 
 
 @dataclass(frozen=True)
@@ -74,80 +84,33 @@ class EngineFlag(Flag):
     fallback: Any = None
 
 
-@dataclass(frozen=True)
-class ParsedArgs:
-    values: dict[str, Any] = field(default_factory=dict)  # dest -> typed value, as set by argv
-    unknown: list[str] = field(default_factory=list)  # flags the engine does not define
-    positionals: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # what argparse would reject, one line each
-    warnings: list[str] = field(default_factory=list)  # deprecation notices the engine prints
-    given: dict[str, str] = field(default_factory=dict)  # dest -> the option string matched
-    # Required flags absent from argv (`--model-path`): argparse would stop here, but servefit
-    # may take the model from elsewhere, so this is not an error.
-    missing: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
 # --------------------------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------------------------
 
 
-def _slug(version: str) -> str:
-    m = _VERSION_RE.match(version.strip())
-    if not m:
-        raise EngineVersionError(
-            f"not an SGLang release version: {version!r} (expected e.g. 0.5.9)"
-        )
-    return "_".join(m.groups())
-
-
 def available_versions() -> tuple[str, ...]:
     """Versions with a flag table, oldest first."""
-    names = [p.name for p in resources.files(__package__).iterdir()]
-    found = [n[len("flags_") : -len(".json")] for n in names if re.match(r"flags_[\d_]+\.json$", n)]
-    parsed = sorted(tuple(int(x) for x in v.split("_")) for v in found)
-    return tuple(".".join(map(str, v)) for v in parsed)
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _hashable(v)) for k, v in value.items())
-    return value
+    return _TABLES.versions()
 
 
 @functools.cache
 def load_flags(version: str) -> tuple[EngineFlag, ...]:
     """All server flags of one SGLang release, in the engine's registration order."""
-    slug = _slug(version)
-    res = resources.files(__package__).joinpath(f"flags_{slug}.json")
-    if not res.is_file():
-        have = ", ".join(available_versions())
-        raise EngineVersionError(f"no SGLang flag table for {version} (have: {have})")
-    entries = json.loads(res.read_text(encoding="utf-8"))
     return tuple(
         EngineFlag(
-            names=tuple(e["names"]),
-            dest=e["dest"],
-            kind=e["kind"],
-            choices=None if e["choices"] is None else tuple(str(c) for c in e["choices"]),
-            help=e["help"],
-            default=_hashable(e["default"]),
+            **base_fields(e),
+            default=hashable(e["default"]),
             item_kind=e["item_kind"],
             value_parser=e["value_parser"],
             nargs=e["nargs"],
-            const=_hashable(e["const"]),
+            const=hashable(e["const"]),
             required=e["required"],
             action=e["action"],
             deprecated=e["deprecated"],
-            fallback=_hashable(e["fallback"]),
+            fallback=hashable(e["fallback"]),
         )
-        for e in entries
+        for e in _TABLES.entries(version)
     )
 
 
@@ -155,15 +118,9 @@ def load_flags(version: str) -> tuple[EngineFlag, ...]:
 # Value conversion (the engine's type= callables)
 # --------------------------------------------------------------------------------------------
 
-_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
 _SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 _IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-_ARTICLE = {"int": "an int", "float": "a float", "json": "JSON"}
-
-
-class _BadValue(ValueError):
-    pass
 
 
 def _human_readable_int(raw: str) -> int:
@@ -174,7 +131,7 @@ def _human_readable_int(raw: str) -> int:
         number, suffix = m.groups()
         if suffix in _IEC:
             if "." in number:
-                raise _BadValue(f"decimals are not allowed with IEC suffix {suffix!r}")
+                raise BadValue(f"decimals are not allowed with IEC suffix {suffix!r}")
             return int(number) * _IEC[suffix]
         # Decimal arithmetic in the engine; exact for the inputs anyone writes.
         whole, _, frac = number.partition(".")
@@ -188,49 +145,19 @@ def _convert_one(kind: str, value_parser: str | None, raw: str) -> Any:
     if value_parser == "nullable_str":
         return None if not raw or raw == "None" else raw
     if value_parser == "parse_cuda_graph_backend_arg" and raw == "tc_piecewise":
-        raise _BadValue("tc_piecewise was removed; select breakable, full, or disabled")
-    if kind == "int":
-        return int(raw)
-    if kind == "float":
-        return float(raw)
-    if kind == "json":
-        return json.loads(raw)
-    return raw
+        raise BadValue("tc_piecewise was removed; select breakable, full, or disabled")
+    return convert_plain(kind, raw)
 
 
 def _describe(kind: str, value_parser: str | None) -> str:
     if value_parser == "human_readable_int":
         return "an int (e.g. 32768, 32k, 32Ki)"
-    return _ARTICLE.get(kind, "a string")
+    return KIND_ARTICLE.get(kind, "a string")
 
 
 # --------------------------------------------------------------------------------------------
 # Parsing
 # --------------------------------------------------------------------------------------------
-
-
-def _is_option(token: str) -> bool:
-    return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
-
-
-def _index(flags: tuple[Flag, ...]) -> dict[str, Flag]:
-    index: dict[str, Flag] = {}
-    for flag in flags:
-        for name in flag.names:
-            index.setdefault(name, flag)
-    return index
-
-
-def _match(index: dict[str, Flag], option: str) -> tuple[Flag | None, str, list[str]]:
-    """(flag, canonical option string, ambiguous candidates) for an option as written."""
-    if option in index:
-        return index[option], option, []
-    if not option.startswith("--"):
-        return None, option, []
-    candidates = [name for name in index if name.startswith(option)]
-    if len(candidates) == 1:
-        return index[candidates[0]], candidates[0], []
-    return None, option, candidates
 
 
 def _takes_no_value(flag: Flag) -> bool:
@@ -240,43 +167,18 @@ def _takes_no_value(flag: Flag) -> bool:
 
 def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
     """Read an engine argv against `flags`; never raises on user input."""
-    index = _index(flags)
+    index = index_flags(flags)
     result = ParsedArgs()
     values, errors, warnings = result.values, result.errors, result.warnings
-    i = 0
-    n = len(argv)
-    while i < n:
-        token = argv[i]
-        i += 1
-        if token == "--":
-            result.positionals.extend(argv[i:])
-            break
-        if not _is_option(token):
-            result.positionals.append(token)
-            continue
-        option, has_inline, inline = (
-            token.partition("=") if token.startswith("--") else (token, "", "")
-        )
-        flag, canonical, ambiguous = _match(index, option)
-        if flag is None:
-            if ambiguous:
-                shown = ", ".join(ambiguous)
-                errors.append(f"ambiguous option: {option} could match {shown}")
-            else:
-                result.unknown.append(option)
-            # Whatever follows up to the next option is taken as its value, not as positionals.
-            if not has_inline:
-                while i < n and not _is_option(argv[i]):
-                    i += 1
-            continue
-
+    walk = ArgvWalk(argv)
+    for flag, canonical, inline in walk.options(lambda option: match_option(index, option), result):
         action = getattr(flag, "action", None)
         nargs = getattr(flag, "nargs", None)
         deprecated = getattr(flag, "deprecated", None)
 
         # -- flags without a value -------------------------------------------------------
         if _takes_no_value(flag):
-            if has_inline:
+            if inline is not None:
                 errors.append(f"{canonical}: ignored explicit argument {inline!r}")
                 continue
             if action == "DeprecatedAction":
@@ -299,19 +201,12 @@ def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
 
         # -- gather the raw value(s) -----------------------------------------------------
         is_list = flag.kind == "list"
-        raws: list[str]
-        if has_inline:
+        if inline is not None:
             raws = [inline]
         elif is_list:
-            raws = []
-            while i < n and not _is_option(argv[i]):
-                raws.append(argv[i])
-                i += 1
-        elif i < n and not _is_option(argv[i]):
-            raws = [argv[i]]
-            i += 1
+            raws = walk.take_all()
         else:
-            raws = []
+            raws = walk.take_one()
 
         if not raws:
             if nargs == "?":
@@ -344,7 +239,7 @@ def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
                 continue
             try:
                 value = _convert_one(kind, parser, raw)
-            except _BadValue as exc:
+            except BadValue as exc:
                 errors.append(f"{canonical}: {exc}")
                 bad = True
                 continue

@@ -62,6 +62,36 @@ def parallel_sizes(args: dict[str, Any]) -> tuple[int, int, int, int]:
     return tp, pp, dp, ep
 
 
+def derive_max_model_len_and_key(model: ModelSpec) -> tuple[float, str | None]:
+    """vllm/transformers_utils/model_arch_config_convertor.py:
+    ModelArchConfigConvertorBase.derive_max_model_len_and_key (the smallest length key;
+    model_max_length wins), then vllm/config/model.py:_get_and_verify_max_len's default of 2048
+    when no key is set. Before RoPE scaling, which each release applies its own way."""
+    cfg = model.text_config or model.raw_config
+    keys = (
+        "max_position_embeddings",
+        "n_positions",
+        "max_seq_len",
+        "seq_length",
+        "model_max_length",
+        "max_target_positions",
+        "max_sequence_length",
+        "max_seq_length",
+        "seq_len",
+    )
+    derived: float = float("inf")
+    key = None
+    for k in keys:
+        val = cfg.get(k)
+        if val is not None and val < derived:
+            derived, key = val, k
+    if cfg.get("model_max_length"):
+        derived, key = cfg["model_max_length"], "model_max_length"
+    if derived == float("inf"):
+        derived, key = 2048, None
+    return derived, key
+
+
 def check_heads_divisible(model: ModelSpec, tp: int) -> None:
     """vllm/config/model.py:ModelConfig.verify_with_parallel_config (same text in both)."""
     attn = model.first_attention()
@@ -158,6 +188,24 @@ def mamba2_state(
     conv = (layer.conv_kernel - 1 + num_spec, divide(conv_dim, tp, "Mamba2 conv dim"))
     temporal = (divide(layer.num_heads, tp, "Mamba2 heads"), layer.head_dim, layer.state_size)
     return StateTensor(conv, conv_dtype), StateTensor(temporal, ssm_dtype)
+
+
+def mamba1_state(layer: Any, tp: int, conv_dtype: str, ssm_dtype: str) -> tuple[StateTensor, ...]:
+    """mamba_utils.py:MambaStateShapeCalculator.mamba1_state_shape (Mamba-1, e.g. Jamba; no
+    num_spec): conv (K - 1, intermediate / tp), temporal (intermediate / tp, state_size)."""
+    inter = divide(layer.intermediate_size, tp, "Mamba intermediate size")
+    return (
+        StateTensor((layer.conv_kernel - 1, inter), conv_dtype),
+        StateTensor((inter, layer.state_size), ssm_dtype),
+    )
+
+
+def short_conv_state(model: ModelSpec, layer: Any, tp: int, conv_dtype: str) -> tuple[StateTensor]:
+    """mamba_utils.py:MambaStateShapeCalculator.short_conv_state_shape: conv (K - 1, dim / tp).
+    lfm2.py passes conv_dim, lfm2_moe.py hidden_size; neither passes num_spec."""
+    cfg = model.text_config or model.raw_config
+    dim = int((cfg.get("conv_dim") if model.model_type == "lfm2" else None) or layer.hidden_size)
+    return (StateTensor((layer.l_cache - 1, divide(dim, tp, "conv dim")), conv_dtype),)
 
 
 def capture_sizes(v: dict[str, Any], max_graph_size: int) -> list[int]:

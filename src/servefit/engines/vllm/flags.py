@@ -23,17 +23,25 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from servefit.engines.base import Flag
-from servefit.engines.sglang.flags import ParsedArgs
-from servefit.errors import EngineVersionError
+from servefit.engines.flagtable import (
+    KIND_ARTICLE,
+    ArgvWalk,
+    BadValue,
+    FlagTables,
+    ParsedArgs,
+    base_fields,
+    convert_plain,
+    hashable,
+    index_flags,
+    match_option,
+)
 
 __all__ = ["VllmFlag", "available_versions", "load_flags", "parse_argv"]
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
-_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_TABLES = FlagTables(package=__package__, engine="vLLM", article="a", example="0.33.0")
 
 
 @dataclass(frozen=True)
@@ -51,43 +59,17 @@ class VllmFlag(Flag):
     positional: bool = False
 
 
-def _slug(version: str) -> str:
-    m = _VERSION_RE.match(version.strip())
-    if not m:
-        raise EngineVersionError(f"not a vLLM release version: {version!r} (expected e.g. 0.33.0)")
-    return "_".join(m.groups())
-
-
 def available_versions() -> tuple[str, ...]:
-    names = [p.name for p in resources.files(__package__).iterdir()]
-    found = [n[len("flags_") : -len(".json")] for n in names if re.match(r"flags_[\d_]+\.json$", n)]
-    parsed = sorted(tuple(int(x) for x in v.split("_")) for v in found)
-    return tuple(".".join(map(str, v)) for v in parsed)
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _hashable(v)) for k, v in value.items())
-    return value
+    return _TABLES.versions()
 
 
 @functools.cache
 def load_flags(version: str) -> tuple[VllmFlag, ...]:
     """All `vllm serve` flags of one release, in registration order."""
-    res = resources.files(__package__).joinpath(f"flags_{_slug(version)}.json")
-    if not res.is_file():
-        have = ", ".join(available_versions())
-        raise EngineVersionError(f"no vLLM flag table for {version} (have: {have})")
     return tuple(
         VllmFlag(
-            names=tuple(e["names"]),
-            dest=e["dest"],
-            kind=e["kind"],
-            choices=None if e["choices"] is None else tuple(str(c) for c in e["choices"]),
-            help=e["help"],
-            default=_hashable(e["default"]),
+            **base_fields(e),
+            default=hashable(e["default"]),
             item_kind=e["item_kind"],
             value_parser=e["value_parser"],
             optional=e["optional"],
@@ -97,17 +79,13 @@ def load_flags(version: str) -> tuple[VllmFlag, ...]:
             deprecated=e["deprecated"],
             positional=e["positional"],
         )
-        for e in json.loads(res.read_text(encoding="utf-8"))
+        for e in _TABLES.entries(version)
     )
 
 
 # --------------------------------------------------------------------------------------------
 # The engine's type= callables
 # --------------------------------------------------------------------------------------------
-
-
-class _BadValue(ValueError):
-    pass
 
 
 def human_readable_int(raw: str) -> int:
@@ -120,7 +98,7 @@ def human_readable_int(raw: str) -> int:
         if suffix in decimal:
             return int(float(number) * decimal[suffix])
         if "." in number:
-            raise _BadValue(
+            raise BadValue(
                 f"Decimals are not allowed with binary suffixes like {suffix}. "
                 f"Did you mean to use {number}{suffix.lower()} instead?"
             )
@@ -146,25 +124,12 @@ def _convert(flag: VllmFlag, raw: str, kind: str) -> Any:
         return json.loads(raw) if re.match(r"(?s)^\s*{.*}\s*$", raw) else raw
     if parser == "device_ids":
         return [int(d) if d.isdigit() else d for d in raw.split(",")]
-    if kind == "int":
-        return int(raw)
-    if kind == "float":
-        return float(raw)
-    if kind == "json":
-        return json.loads(raw)
-    return raw
-
-
-_DESCRIBE = {"int": "an int", "float": "a float", "json": "JSON"}
+    return convert_plain(kind, raw)
 
 
 # --------------------------------------------------------------------------------------------
 # FlexibleArgumentParser preprocessing
 # --------------------------------------------------------------------------------------------
-
-
-def _is_option(token: str) -> bool:
-    return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
 
 
 def _flexible(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
@@ -213,77 +178,35 @@ def _flexible(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
     return out, dotted
 
 
-def _index(flags: tuple[VllmFlag, ...]) -> dict[str, VllmFlag]:
-    index: dict[str, VllmFlag] = {}
-    for flag in flags:
-        if not flag.positional:
-            for name in flag.names:
-                index.setdefault(name, flag)
-    return index
-
-
 def _match(index: dict[str, VllmFlag], option: str) -> tuple[VllmFlag | None, str, list[str]]:
-    if option in index:
-        return index[option], option, []
-    if not option.startswith("--"):
-        return None, option, []
-    candidates = [n for n in index if n.startswith(option)]
-    if len(candidates) == 1:
+    flag, canonical, candidates = match_option(index, option)
+    # A prefix whose candidates are all spellings of one flag stands for that flag.
+    if flag is None and candidates and len({index[c].dest for c in candidates}) == 1:
         return index[candidates[0]], candidates[0], []
-    if len({index[c].dest for c in candidates}) == 1 and candidates:
-        return index[candidates[0]], candidates[0], []
-    return None, option, candidates
+    return flag, canonical, candidates
 
 
 def parse_argv(flags: tuple[VllmFlag, ...], argv: list[str]) -> ParsedArgs:
     """Read a `vllm serve` argv against `flags`; never raises on user input."""
     tokens, dotted = _flexible(list(argv))
-    index = _index(flags)
+    index = index_flags(f for f in flags if not f.positional)
     result = ParsedArgs()
     values, errors = result.values, result.errors
-    i, n = 0, len(tokens)
-    while i < n:
-        token = tokens[i]
-        i += 1
-        if token == "--":
-            result.positionals.extend(tokens[i:])
-            break
-        if not _is_option(token):
-            result.positionals.append(token)
-            continue
-        option, has_inline, inline = (
-            token.partition("=") if token.startswith("--") else (token, "", "")
-        )
-        flag, canonical, ambiguous = _match(index, option)
-        if flag is None:
-            if ambiguous:
-                errors.append(f"ambiguous option: {option} could match {', '.join(ambiguous)}")
-            else:
-                result.unknown.append(option)
-            if not has_inline:  # its values are not positionals
-                while i < n and not _is_option(tokens[i]):
-                    i += 1
-            continue
+    walk = ArgvWalk(tokens)
+    for flag, canonical, inline in walk.options(lambda option: _match(index, option), result):
         if flag.kind in ("bool", "bool_false"):
-            if has_inline:
+            if inline is not None:
                 errors.append(f"argument {canonical}: ignored explicit argument {inline!r}")
                 continue
             values[flag.dest] = flag.kind == "bool"
             result.given[flag.dest] = canonical
             continue
-        raws: list[str]
-        if has_inline:
+        if inline is not None:
             raws = [inline]
-        elif flag.kind == "list" or flag.action == "append":
-            raws = []
-            while i < n and not _is_option(tokens[i]) and (flag.kind == "list" or not raws):
-                raws.append(tokens[i])
-                i += 1
-        elif i < n and not _is_option(tokens[i]):
-            raws = [tokens[i]]
-            i += 1
-        else:
-            raws = []
+        elif flag.kind == "list":
+            raws = walk.take_all()
+        else:  # one value; action="append" adds it to those before
+            raws = walk.take_one()
         if not raws:
             if flag.nargs == "?":
                 values[flag.dest] = flag.const
@@ -300,11 +223,11 @@ def parse_argv(flags: tuple[VllmFlag, ...], argv: list[str]) -> ParsedArgs:
         for raw in raws:
             try:
                 value = _convert(flag, raw, kind)
-            except _BadValue as exc:
+            except BadValue as exc:
                 errors.append(f"argument {canonical}: {exc}")
                 break
             except ValueError:
-                what = _DESCRIBE.get(kind, "a string")
+                what = KIND_ARTICLE.get(kind, "a string")
                 errors.append(f"argument {canonical}: expects {what}, got {raw!r}")
                 break
             if flag.choices is not None and str(value) not in flag.choices:

@@ -20,7 +20,7 @@ Mirrors (the same in 0.24.0 and 0.33.0 unless the rules say otherwise):
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.vllm import common, profiling
@@ -28,6 +28,9 @@ from servefit.engines.vllm.common import GiB, cdiv, format_gib
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import Consumer, PerRank, Pools
+
+if TYPE_CHECKING:
+    from servefit.engines.vllm.resolve import KVLayout
 
 
 class PlanningRules(Protocol):
@@ -248,24 +251,25 @@ def _largest_consumer(nonkv: profiling.NonKV, cg_on: bool, requested: int) -> tu
 
 
 def _sizing(
-    model,
-    v,
-    memory,
-    layout,
-    nonkv,
-    cg_on,
-    requested,
-    available,
-    num_blocks,
-    per_req,
-    concurrency,
-    tokens,
-    logs,
-    warnings,
-    error,
-    consumer,
-    detail,
+    model: ModelSpec,
+    v: dict[str, Any],
+    memory: MemoryInputs,
+    layout: KVLayout,
+    nonkv: profiling.NonKV,
+    cg_on: bool,
+    requested: int,
+    available: int,
+    num_blocks: int,
+    per_req: int,
+    concurrency: float,
+    tokens: int,
+    logs: list[str],
+    warnings: list[str],
+    error: str | None,
+    consumer: str | None,
+    detail: str | None,
 ) -> Sizing:
+    """The `Sizing` of what `size` worked out: pools, per-rank memory, consumers, verdict."""
     g = layout.grouping
     bpb = layout.bytes_per_block
     pool = num_blocks * bpb

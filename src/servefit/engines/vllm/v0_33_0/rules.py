@@ -43,28 +43,8 @@ def derived_max_model_len(model: ModelSpec) -> tuple[int, str | None]:
     """derive_max_model_len_and_key, then _get_and_verify_max_len (0.33.0): x the RoPE factor
     unless rope_type is su / longrope / llama3 / yarn / deepseek_yarn / deepseek_llama_scaling
     (YaRN's max_position_embeddings is already scaled)."""
+    derived, key = common.derive_max_model_len_and_key(model)
     cfg = model.text_config or model.raw_config
-    keys = (
-        "max_position_embeddings",
-        "n_positions",
-        "max_seq_len",
-        "seq_length",
-        "model_max_length",
-        "max_target_positions",
-        "max_sequence_length",
-        "max_seq_length",
-        "seq_len",
-    )
-    derived: float = float("inf")
-    key = None
-    for k in keys:
-        val = cfg.get(k)
-        if val is not None and val < derived:
-            derived, key = val, k
-    if cfg.get("model_max_length"):
-        derived, key = cfg["model_max_length"], "model_max_length"
-    if derived == float("inf"):
-        derived, key = 2048, None
     rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
     unscaled = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
     if isinstance(rope, dict) and rope and "gemma3" not in model.model_type:
@@ -151,20 +131,11 @@ def mamba_state(
     if isinstance(layer, GatedDeltaNet):
         return common.gdn_state(layer, tp, num_spec, conv_dtype, ssm_dtype)
     if isinstance(layer, Mamba2):
-        if layer.n_groups == 0:  # Mamba-1 (Jamba): mamba1_state_shape, no num_spec
-            inter = common.divide(layer.intermediate_size, tp, "Mamba intermediate size")
-            return (
-                StateTensor((layer.conv_kernel - 1, inter), conv_dtype),
-                StateTensor((inter, layer.state_size), ssm_dtype),
-            )
+        if layer.n_groups == 0:  # Mamba-1 (Jamba)
+            return common.mamba1_state(layer, tp, conv_dtype, ssm_dtype)
         return common.mamba2_state(layer, tp, num_spec, conv_dtype, ssm_dtype)
     if isinstance(layer, ShortConv):
-        # lfm2.py passes conv_dim, lfm2_moe.py hidden_size; neither passes num_spec
-        cfg = model.text_config or model.raw_config
-        dim = int(
-            (cfg.get("conv_dim") if model.model_type == "lfm2" else None) or layer.hidden_size
-        )
-        return (StateTensor((layer.l_cache - 1, common.divide(dim, tp, "conv dim")), conv_dtype),)
+        return common.short_conv_state(model, layer, tp, conv_dtype)
     kind = layer.kind if layer is not None else "this model"
     raise UnsupportedModelError(f"{model.name}: vLLM {VERSION} has no Mamba state for {kind}")
 

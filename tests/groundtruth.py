@@ -1,0 +1,25 @@
+"""shared/ground-truth, beside the checkout: real engine logs and cases.jsonl, whose `observed`
+log lines hold the expected values of the ground-truth tests."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+GT = Path(__file__).resolve().parents[2] / "shared" / "ground-truth"
+# case id -> case; empty where shared/ is not beside the checkout
+CASES: dict[str, dict] = (
+    {c["id"]: c for c in map(json.loads, (GT / "cases.jsonl").read_text().splitlines())}
+    if GT.exists()
+    else {}
+)
+
+
+def observed(case_id: str, pattern: str) -> re.Match:
+    """The first match of `pattern` in the case's observed log lines."""
+    for line in CASES[case_id]["observed"]:
+        m = re.search(pattern, line)
+        if m:
+            return m
+    raise AssertionError(f"{case_id}: no observed line matches {pattern}")
