@@ -49,7 +49,7 @@ LAZY_COMMANDS = {
 )
 @click.version_option(package_name="servefit")
 def cli() -> None:
-    """Plan SGLang memory for dense and hybrid (GDN, Mamba2, KDA) models before you launch."""
+    """Plan, explain, launch and verify SGLang / vLLM deployments of dense and hybrid (GDN, Mamba2, KDA) models."""
 
 
 @cli.command(
