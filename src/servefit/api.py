@@ -213,7 +213,7 @@ def _baseline_args(text: str, engine: str) -> dict[str, Any]:
     except ArgumentError:
         argv = shlex.split(text)
     space = space_for(parse_engine(engine)[0])
-    parsed = space.parse_flags(select(engine)[1].profile, argv)
+    parsed = select(engine)[0].parse_argv(argv)
     if parsed.errors:
         raise ArgumentError(f"baseline: {parsed.errors[0]}")
     values = dict(parsed.values)

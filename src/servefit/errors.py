@@ -27,3 +27,16 @@ class ArgumentError(ServefitError):
 
 class EngineVersionError(ServefitError):
     """An engine name or version string that cannot be mapped to a profile."""
+
+
+class EngineRejection(ServefitError):
+    """What the engine itself raises on these inputs: its argument validation (SGLang's
+    ServerArgs, vLLM's EngineArgs / config checks), an architecture the release does not
+    register, a model its layers cannot split. The message is the engine's own text.
+
+    Not bad input: the planner turns it into a plan that is predicted to fail (verdict "fail",
+    exit 1), the same for every engine. `exit_code` is that of a failing plan, for callers
+    that let it propagate.
+    """
+
+    exit_code = 1

@@ -123,7 +123,6 @@ def test_nearest_profile_is_said(capsys):
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "3"], "does not divide"),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6001"], "unknown GPU"),
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "two"], "expects an int"),
         (
@@ -157,11 +156,42 @@ def test_malformed_config_file(capsys, tmp_path):
     assert bad.read_text().startswith('{"architectures"')  # nothing the user had is touched
 
 
-def test_unsizable_architecture(capsys):
-    code, _, err = run(
-        capsys, "plan", "-m", "MiniMaxAI/MiniMax-M1", "--gpu", "H200", "--tp-size", "8"
+def test_engine_rejections_are_predicted_failures(capsys):
+    """What the engine itself refuses (an architecture its release does not register, a TP
+    its model code cannot split the heads over) is a plan that fails (exit 1), not bad input."""
+    code, out, err = run(
+        capsys,
+        "plan",
+        "-m",
+        "MiniMaxAI/MiniMax-M1",
+        "--gpu",
+        "H200",
+        "--tp-size",
+        "8",
+        "--engine",
+        "sglang==0.5.23",
+        "--format",
+        "json",
     )
-    assert code == 2 and "MiniMax" in err and err.count("\n") == 1
+    p = json.loads(out)
+    assert code == 1 and err == "" and p["verdict"] == "fail"
+    assert p["error"].startswith("SGLang 0.5.23 does not register MiniMaxM1ForCausalLM")
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "-m",
+        "Qwen/Qwen3.6-27B",
+        "--gpu",
+        "A6000",
+        "--tp-size",
+        "3",
+        "--format",
+        "json",
+    )
+    p = json.loads(out)
+    # Qwen3.6-27B: 4 KV heads (config.json num_key_value_heads); 3 does not divide them
+    assert code == 1 and p["verdict"] == "fail"
+    assert p["error"] == "--tp-size 3 does not divide the 4 KV heads of Qwen/Qwen3.6-27B"
 
 
 def test_models_and_gpus_lists(capsys):

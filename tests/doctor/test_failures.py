@@ -148,8 +148,7 @@ def test_vllm_max_model_len_error_gives_the_engines_estimate_as_fix():
 def test_vllm_log_without_a_vllm_profile_says_so(monkeypatch):
     from servefit.engines import registry
 
-    monkeypatch.setitem(registry.PROFILES, "vllm", {})
-    monkeypatch.delitem(registry.PROFILES, "vllm")
+    monkeypatch.delitem(registry.RELEASES, "vllm")
     r = diagnose(
         read_log(vllm_log("ValueError: No available memory for the cache blocks.")), gpu="H100"
     )

@@ -65,8 +65,9 @@ def fit_options(f):
             "-e",
             "--engine",
             default=None,
-            help="Engine and version, e.g. sglang==0.5.9 or vllm==0.33.0 (default: the "
-            "launch command's engine, else SGLang's newest profile).",
+            help="Engine and release, e.g. sglang==0.5.9 or vllm==0.33.0 (default: the "
+            "launch command's engine, else sglang; without a release, the one installed in this "
+            "Python environment, else the newest profile).",
         ),
         click.option(
             "--allow-lossy",
@@ -136,7 +137,7 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     space = space_for(parse_engine(engine)[0])
     model = opts.get("model")
     if cmd is not None:
-        parsed = space.parse_flags(select(engine)[1].profile, list(cmd.argv))
+        parsed = select(engine)[0].parse_argv(list(cmd.argv))
         if parsed.errors:
             raise ArgumentError(parsed.errors[0])
         baseline = dict(parsed.values)

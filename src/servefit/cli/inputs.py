@@ -43,7 +43,9 @@ def plan_options(f):
             "-e",
             "--engine",
             default=None,
-            help="Engine and version, e.g. sglang==0.5.9 (default: the newest profile).",
+            help="Engine and release, e.g. sglang==0.5.9 (default: the launch command's engine, "
+            "else sglang; without a release, the one installed in this Python environment, else "
+            "the newest profile).",
         ),
         click.option(
             "--gpu-mem-mib",
@@ -126,14 +128,10 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         env = {**cmd.env, **env}
         engine_argv = engine_argv + list(cmd.argv)
     engine_spec = engine_spec or "sglang"
-    _, ref = select(engine_spec)
-    # Each engine's flags are read with its own table and parser (vLLM: `vllm serve MODEL`,
+    profile, ref = select(engine_spec)
+    # Each release's flags are read with its own table and parser (vLLM: `vllm serve MODEL`,
     # underscores or dashes, dotted JSON keys; SGLang: --model-path).
-    if ref.name == "vllm":
-        from servefit.engines.vllm.flags import load_flags, parse_argv
-    else:
-        from servefit.engines.sglang.flags import load_flags, parse_argv
-    parsed = parse_argv(load_flags(ref.profile), engine_argv)
+    parsed = profile.parse_argv(engine_argv)
     if parsed.errors:
         raise ArgumentError(parsed.errors[0])
     warnings = [f"unknown {ref.name} {ref.profile} flag ignored: {u}" for u in parsed.unknown]

@@ -29,6 +29,8 @@ from servefit.doctor.facts import (
 )
 from servefit.doctor.reader import Hit
 from servefit.doctor.sglang import ARG_ERROR_MARKERS
+from servefit.engines import registry
+from servefit.engines.base import LogFeature
 
 PHASES = ("none", "args", "distributed", "weights", "pools", "graphs", "ready", "serving")
 PHASE_OF: dict[str, int] = {
@@ -166,7 +168,7 @@ class LaunchAcc:
         self.max_phase = 0
         self.kinds: set[str] = set()
         self.last_event: str | None = None
-        self.format_hints: set[str] = set()
+        self.format_hints: set[LogFeature] = set()  # line-format traits seen (release tells)
 
     # ------------------------------------------------------------------ state used by splitting
     @property
@@ -237,9 +239,9 @@ class LaunchAcc:
         self.args_source = "server_args dump"
         self.model = self.args.get("model_path") or self.model
         if "mamba_radix_cache_strategy" in self.args:
-            self.format_hints.add("0.5.23")
+            self.format_hints.add(LogFeature.ARGS_MAMBA_RADIX_CACHE_STRATEGY)
         elif "mamba_scheduler_strategy" in self.args:
-            self.format_hints.add("0.5.9")
+            self.format_hints.add(LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY)
 
     def _on_args_nondefault(self, ev, hit, r):
         self.args = parse_dict_repr(ev["body"])
@@ -317,11 +319,11 @@ class LaunchAcc:
         if ev.get("arch"):
             self.architecture = self.architecture or ev["arch"]
         if ev.get("elapsed_s") is None:
-            self.format_hints.add("0.4")
+            self.format_hints.add(LogFeature.LOAD_END_NO_ELAPSED)
         elif "dtype" in ev:
-            self.format_hints.add("0.5.9")
+            self.format_hints.add(LogFeature.LOAD_END_DTYPE)
         else:
-            self.format_hints.add("0.5.23")
+            self.format_hints.add(LogFeature.LOAD_END_QUANT)
 
     def _on_kv_dtype(self, ev, hit, r):
         self.pools.setdefault("kv_dtype", ev["dtype"])
@@ -349,7 +351,7 @@ class LaunchAcc:
         kv = ev.get("kv_gib")
         if kv is None and "k_gib" in ev:
             kv = round(ev["k_gib"] + ev["v_gib"], 2)
-        # hybrid SWA: 0.5.23 labels the two pools; 0.5.9 prints them unlabeled after the split
+        # hybrid SWA: newer releases label the two pools; older ones print them unlabeled after the split
         # line, the SWA pool first (mem_cache/swa_memory_pool.py:SWAKVPool.__init__)
         swa = ev.get("label") == "SWA" or (
             ev.get("label") is None
@@ -371,7 +373,7 @@ class LaunchAcc:
         r.values["kv_seen"] = 1
         r.values["pools_seen"] = 1
         if "dtype" in ev:
-            self.format_hints.add("0.5.23")
+            self.format_hints.add(LogFeature.KV_ALLOCATED_DTYPE)
             self.pools.setdefault("kv_dtype", ev["dtype"])
         tokens = ev["tokens"]
         if "kv_tokens" not in self.pools or tokens < self.pools["kv_tokens"]:
@@ -654,21 +656,13 @@ def _same_numbers(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return bool(a) and a == b
 
 
-def _family(engine: str | None, hints: set[str]) -> str | None:
-    """Which mirrored wheel's line formats this launch printed (SGLang does not print its version).
-
-    0.5.9 model_runner.py:load_model prints "dtype=" in "Load weight end"; 0.5.23 prints the
-    quant string instead and adds "dtype:" to "KV Cache is allocated"; 0.4.x has no "elapsed=".
-    """
-    if engine != "sglang" or not hints:
+def _family(engine: str | None, hints: set[LogFeature]) -> str | None:
+    """Which mirrored wheel's line formats this launch printed (SGLang does not print its
+    version): the traits seen, matched against those each profile declares (registry)."""
+    if engine != "sglang":
         return None
-    if "0.5.23" in hints:
-        return "sglang-0.5.23"
-    if "0.4" in hints:
-        return "sglang-before-0.5.9"
-    if "0.5.9" in hints:
-        return "sglang-0.5.9"
-    return "sglang-before-0.5.9"
+    match = registry.match_log(engine, hints)
+    return match.family if match else None
 
 
 def repeated_unit(text: str) -> str | None:

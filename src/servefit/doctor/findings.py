@@ -332,8 +332,8 @@ def _changes(launch: LaunchFacts) -> list[Finding]:
                     severity="warning",
                     at=c.at,
                     title="prefix (radix) cache disabled by speculative decoding",
-                    detail="SGLang 0.5.9 turns the radix cache off for speculative decoding on mamba "
-                    "models (no_buffer strategy): every request re-computes its whole prompt; repeated "
+                    detail="SGLang turned the radix cache off for speculative decoding on a mamba "
+                    "model (no_buffer strategy): every request re-computes its whole prompt; repeated "
                     "system prompts and multi-turn chats get no cache hits",
                 )
             )
@@ -403,7 +403,7 @@ def _caps(launch: LaunchFacts, rep: Replay | None) -> list[Finding]:
                 code="silent_cap",
                 severity="warning",
                 title=f"concurrency capped at {got} running requests (asked {asked})",
-                detail=f"capped by {why}; SGLang 0.5.9 does not log this cap",
+                detail=f"capped by {why}; this SGLang release does not log this cap",
                 numbers={"asked": asked, "max_running_requests": got},
             )
         )

@@ -26,6 +26,7 @@ from typing import IO, Any
 from servefit.doctor.accumulate import PHASE_OF, LaunchAcc
 from servefit.doctor.facts import LaunchFacts, LogFacts
 from servefit.doctor.reader import Hit, LineSource, scan
+from servefit.engines import registry
 from servefit.errors import ArgumentError, ServefitError
 
 MAX_KEPT = 50
@@ -257,11 +258,11 @@ def args_from_command(text: str) -> dict[str, Any]:
     except ServefitError:
         return {}
     if cmd.engine == "sglang":
-        from servefit.engines.sglang.flags import load_flags, parse_argv
-
+        # SGLang does not print its version: the first release (oldest first) whose own flags
+        # read the command without an error
         values: dict[str, Any] = {}
-        for version in ("0.5.9", "0.5.23"):
-            parsed = parse_argv(load_flags(version), cmd.argv)
+        for prof in registry.profiles(cmd.engine):
+            parsed = prof.parse_argv(cmd.argv)
             if not parsed.errors:
                 return dict(parsed.values)
             values = values or dict(parsed.values)

@@ -18,6 +18,7 @@ from typing import Any
 
 from servefit.doctor.facts import LaunchFacts
 from servefit.doctor.schema import Finding, Fix, FixChange, FixOption, PoolCheck, Replay
+from servefit.engines import registry
 from servefit.errors import EngineVersionError, ServefitError
 
 GAP_PCT = 1.0
@@ -33,19 +34,9 @@ def engine_spec(launch: LaunchFacts, override: str | None) -> tuple[str, str | N
     if launch.engine.version:
         return f"{name}=={launch.engine.version.split('+')[0]}", launch.engine.version_source
     if name == "sglang":
-        family = launch.engine.format_family or "sglang-0.5.23"
-        version = {
-            "sglang-0.5.23": "0.5.23",
-            "sglang-0.5.9": "0.5.9",
-            "sglang-before-0.5.9": "0.5.9",
-        }[family]
-        return f"sglang=={version}", (
-            f"inferred: SGLang does not print its version; the line formats match the {version} wheel"
-            + (
-                " (older formats: nearest mirrored release)"
-                if family == "sglang-before-0.5.9"
-                else ""
-            )
+        match = registry.family_profile(name, launch.engine.format_family)
+        return f"sglang=={match.profile}", (
+            f"inferred: SGLang does not print its version; {match.why}"
         )
     return name, "not printed"
 
@@ -130,9 +121,7 @@ def _args(
         notes.append("the log does not print its arguments: the replay uses --command's")
     if engine != "sglang":
         return {k: v for k, v in src.items() if v is not None}
-    from servefit.engines.sglang.flags import load_flags
-
-    dests = {f.dest for f in load_flags(profile)}
+    dests = {f.dest for f in registry.profile(engine, profile).flags}
     out = {k: v for k, v in src.items() if k in dests and v is not None and k != "model_path"}
     # the dump is post-resolution: these say what the engine did, not what the user asked
     if isinstance(out.get("speculative_algorithm"), str):
@@ -398,12 +387,7 @@ def fixed_command(command: str, fix: Fix, engine: str, profile: str | None) -> s
     argv = list(cmd.argv)
     given: dict[str, str] = {}
     if profile:
-        if cmd.engine == "vllm":
-            from servefit.engines.vllm.flags import load_flags, parse_argv
-        else:
-            from servefit.engines.sglang.flags import load_flags, parse_argv
-
-        given = dict(parse_argv(load_flags(profile), argv).given)
+        given = dict(registry.profile(cmd.engine, profile).parse_argv(argv).given)
     for ch in fix.best.changes:
         canonical = given.get(ch.arg, ch.flag)
         value = _cli_value(ch.new)

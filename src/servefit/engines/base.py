@@ -1,18 +1,36 @@
-"""The contract every engine profile implements.
+"""The contract every engine profile implements, the same for SGLang and vLLM.
 
-An engine profile mirrors one released engine version. It is a pure function of its inputs:
+A profile mirrors one released engine version (docs/engines/<engine>-<version>.md). Its
+package, servefit/engines/<engine>/v<version>/, declares one `PROFILE = Profile(...)` holding
+everything that release decides:
 
-    resolve_args(model, gpus, user_args, env) -> ResolvedArgs     # the engine's ServerArgs post-init
-    size_pools(model, gpus, resolved, memory) -> Sizing            # the engine's memory profiling
+    flags          the release's server CLI (flags_<version>.json, generated from the wheel)
+    architectures  the model classes the release registers (archs_<version>.txt, idem)
+    renames        engine attributes this release spells differently from the engine's
+                   canonical name (0.5.23: cuda_graph_max_bs -> cuda_graph_max_bs_decode)
+    levers         lever name -> the attribute it sets in this release (explain / fit)
+    log_format     the line formats this release prints (doctor tells releases apart by them)
+    parse_argv     the release's own reading of a launch command's flags
+    parallel_sizes the user's TP / PP / DP / EP, checked where servefit cannot plan them
+    check_model    what the engine refuses before profiling memory: an architecture it does
+                   not register, heads its TP does not split (EngineRejection)
+    resolve_args   the engine's ServerArgs / EngineArgs post-init
+    memory_inputs  the memory the engine profiles from: total, free before weights, weights
+    size_pools     the engine's memory profiling and pool sizing
 
-`planner.plan()` glues them together and builds the immutable `Plan`.
+`plan/planner.py` calls these in that order and builds the immutable Plan; it holds no engine
+default and names no engine. Which release uses which profile is declared once, in
+servefit/engines/registry.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from enum import Enum
+from typing import Any
 
+from servefit.errors import HardwareError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import Change, Consumer, PerRank, Pools
@@ -30,6 +48,41 @@ class Flag:
     kind: str = "str"  # "str" | "int" | "float" | "bool" (store_true) | "bool_false" (store_false) | "json" | "list"
     choices: tuple[str, ...] | None = None
     help: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedArgs:
+    """What an engine's parser read from one argv, without stopping at the first problem."""
+
+    values: dict[str, Any] = field(default_factory=dict)  # dest -> typed value, as set by argv
+    unknown: list[str] = field(default_factory=list)  # flags the engine does not define
+    positionals: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # what argparse would reject, one line each
+    warnings: list[str] = field(default_factory=list)  # deprecation notices the engine prints
+    given: dict[str, str] = field(default_factory=dict)  # dest -> the option string matched
+    # Required flags absent from argv (`--model-path`): argparse would stop here, but servefit
+    # may take the model from elsewhere, so this is not an error.
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+# flag tables by identity -> (the table, dest -> its first flag): profiles keep their tables
+# for the life of the process, and explain / fit look flags up thousands of times
+_BY_DEST: dict[int, tuple[tuple[Flag, ...], dict[str, Flag]]] = {}
+
+
+def by_dest(flags: tuple[Flag, ...]) -> dict[str, Flag]:
+    """dest -> the first flag of `flags` that sets it (store_false twins come second)."""
+    hit = _BY_DEST.get(id(flags))
+    if hit is None or hit[0] is not flags:
+        index: dict[str, Flag] = {}
+        for f in flags:
+            index.setdefault(f.dest, f)
+        hit = _BY_DEST[id(flags)] = (flags, index)
+    return hit[1]
 
 
 @dataclass(frozen=True)
@@ -68,6 +121,41 @@ class MemoryInputs:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """Memory figures the user measured or imposes, per rank, GiB: --free-gib (free before
+    weights, any engine), and a log's "free before weights" / "weights" (a calibrated plan)."""
+
+    free_gib: float | None = None
+    free_before_gib: float | None = None
+    weights_gib: float | None = None
+
+    def check(self) -> None:
+        for name, val in (
+            ("--measured-free-before-gib", self.free_before_gib),
+            ("--free-gib", self.free_gib),
+            ("--measured-weights-gib", self.weights_gib),
+        ):
+            if val is not None and val <= 0:
+                raise HardwareError(f"{name} must be positive, got {val}")
+
+    @property
+    def calibrated(self) -> bool:
+        return self.free_before_gib is not None and self.weights_gib is not None
+
+
+@dataclass(frozen=True)
+class ParallelSizes:
+    """The launch's parallel layout as the engine reads it from its flags."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    world: int  # GPUs one instance occupies
+    attn_tp: int  # ranks one attention layer's heads are split over
+
+
+@dataclass(frozen=True)
 class Sizing:
     """What an engine profile computes from memory: pools, per-rank breakdown, verdict."""
 
@@ -82,15 +170,50 @@ class Sizing:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class EngineProfile(Protocol):
-    ENGINE: str
-    VERSION: str
-    FLAGS: tuple[Flag, ...]
+class LogFeature(str, Enum):
+    """A line-format trait that tells engine releases apart in a log (SGLang does not print
+    its version). doctor records the traits it sees; each profile declares those its release
+    prints (Profile.log_format); the registry matches the two."""
 
-    def resolve_args(
-        self, model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
-    ) -> ResolvedArgs: ...
+    # the server_args dump names the mamba strategy field
+    ARGS_MAMBA_SCHEDULER_STRATEGY = "args.mamba_scheduler_strategy"
+    ARGS_MAMBA_RADIX_CACHE_STRATEGY = "args.mamba_radix_cache_strategy"
+    # "Load weight end. elapsed=.., type=.., dtype=.., avail mem=.." (model_runner.py:load_model)
+    LOAD_END_DTYPE = "load_weight_end.dtype"
+    # "Load weight end. elapsed=.., type=.., {quant_str}, avail mem=.."
+    LOAD_END_QUANT = "load_weight_end.quant"
+    # "Load weight end. type=.., dtype=.., avail mem=.." without elapsed= (older releases)
+    LOAD_END_NO_ELAPSED = "load_weight_end.no_elapsed"
+    # "KV Cache is allocated. dtype: .., #tokens: .." (memory_pool.py:_finalize_allocation_log)
+    KV_ALLOCATED_DTYPE = "kv_allocated.dtype"
 
-    def size_pools(
-        self, model: ModelSpec, gpus: GPUSet, resolved: ResolvedArgs, memory: MemoryInputs
-    ) -> Sizing: ...
+
+ResolveArgs = Callable[[ModelSpec, GPUSet, dict[str, Any], dict[str, str]], ResolvedArgs]
+SizePools = Callable[[ModelSpec, GPUSet, ResolvedArgs, MemoryInputs], Sizing]
+MemoryInputsFn = Callable[[ModelSpec, GPUSet, dict[str, Any], Measured], MemoryInputs]
+
+
+@dataclass(frozen=True, eq=False)
+class Profile:
+    """One engine release as servefit mirrors it; see the module docstring for each field."""
+
+    engine: str  # "sglang" | "vllm"
+    version: str  # the release whose code the profile mirrors: the profile's id
+    flags: tuple[Flag, ...]
+    architectures: frozenset[str]
+    levers: Mapping[str, str]
+    log_format: frozenset[LogFeature]
+    parse_argv: Callable[[list[str]], ParsedArgs]
+    parallel_sizes: Callable[[dict[str, Any]], ParallelSizes]
+    check_model: Callable[[ModelSpec, ParallelSizes], None]
+    resolve_args: ResolveArgs
+    memory_inputs: MemoryInputsFn
+    size_pools: SizePools
+    renames: Mapping[str, str] = field(default_factory=dict)
+
+    def flag(self, dest: str) -> Flag | None:
+        """The release's flag that sets `dest`, None when it has none."""
+        return by_dest(self.flags).get(dest)
+
+    def __repr__(self) -> str:
+        return f"<{self.engine} profile {self.version}>"

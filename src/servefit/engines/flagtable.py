@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
-from servefit.engines.base import Flag
+from servefit.engines.base import Flag, ParsedArgs
 from servefit.errors import EngineVersionError
 
 __all__ = [
@@ -43,25 +43,6 @@ _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 # How an error names the value a plain `type=` (int / float / json.loads) expects.
 KIND_ARTICLE = {"int": "an int", "float": "a float", "json": "JSON"}
-
-
-@dataclass(frozen=True)
-class ParsedArgs:
-    """What an engine's parser read from one argv, without stopping at the first problem."""
-
-    values: dict[str, Any] = field(default_factory=dict)  # dest -> typed value, as set by argv
-    unknown: list[str] = field(default_factory=list)  # flags the engine does not define
-    positionals: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # what argparse would reject, one line each
-    warnings: list[str] = field(default_factory=list)  # deprecation notices the engine prints
-    given: dict[str, str] = field(default_factory=dict)  # dest -> the option string matched
-    # Required flags absent from argv (`--model-path`): argparse would stop here, but servefit
-    # may take the model from elsewhere, so this is not an error.
-    missing: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
 
 
 class BadValue(ValueError):
@@ -236,3 +217,13 @@ class ArgvWalk:
         while self._i < len(self._tokens) and not is_option(self._tokens[self._i]):
             self._i += 1
         return self._tokens[start : self._i]
+
+
+def read_architectures(package: str, version: str) -> frozenset[str]:
+    """The model architectures one release registers: archs_<version>.txt in the engine's
+    package, generated from the wheel by tools/extract_architectures.py."""
+    name = f"archs_{version.replace('.', '_')}.txt"
+    res = resources.files(package).joinpath(name)
+    if not res.is_file():
+        raise EngineVersionError(f"no architecture list {name} in {package}")
+    return frozenset(res.read_text(encoding="utf-8").split())

@@ -122,7 +122,7 @@ def why(p: Plan, o: Outcome) -> list[str]:
 
 
 def _lever_effect(lv: Lever, ctx: Context, base: Outcome, target: int) -> LeverEffect:
-    dest = lv.dest(ctx.profile) or lv.name
+    dest = ctx.dest(lv) or lv.name
     values: list[LeverValue] = []
     rejected: list[str] = []
     plans: list[tuple[Option, Plan]] = []
@@ -168,7 +168,7 @@ def _lever_flag(lv: Lever, ctx: Context) -> str:
     cat = ctx.catalogue
     if lv.name == "parallelism":
         return f"{cat.flag(ctx.profile, cat.tp_dest)} / {cat.flag(ctx.profile, cat.pp_dest)}"
-    return cat.flag(ctx.profile, lv.dest(ctx.profile) or lv.name)
+    return cat.flag(ctx.profile, ctx.dest(lv) or lv.name)
 
 
 def _current(lv: Lever, ctx: Context, dest: str) -> Any:
@@ -252,7 +252,7 @@ def _summary(base: Outcome, valid: list[LeverValue]) -> str:
 
 def _user_flags(ctx: Context, base: Outcome, current_target: int) -> list[FlagEffect]:
     cat = ctx.catalogue
-    by_dest = {lv.dest(ctx.profile): lv for lv in cat.levers if lv.dest(ctx.profile)}
+    by_dest = {ctx.dest(lv): lv for lv in cat.levers if ctx.dest(lv)}
     out = []
     for dest, value in ctx.plan.user_args.items():
         if dest in cat.not_user_levers or dest.startswith("_"):

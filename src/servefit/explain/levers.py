@@ -1,7 +1,8 @@
 """The lever catalogue: the engine flags that size memory, per engine version, as data.
 
-Each Lever names its engine attribute per mirrored release, when it applies (a state pool, a
-speculative algorithm, ...), and generates candidate values from the current plan. What a
+Each Lever says when it applies (a state pool, a speculative algorithm, ...) and generates
+candidate values from the current plan; the attribute it sets in a release, and whether the
+release has it at all, is the release profile's to say (engines/base.py:Profile.levers). What a
 value does is never written here: explain and fix re-plan every value. The only prose is
 `unused_when`, which states, from the current plan's own numbers, why the engine does not read
 the flag; it is used only after re-planning has shown that no value changes anything.
@@ -12,11 +13,13 @@ This module holds the shared types and SGLang's catalogue; vLLM's is levers_vllm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from servefit.engines import registry
+from servefit.engines.base import Profile
+from servefit.errors import EngineVersionError
 from servefit.model.spec import ModelSpec
 from servefit.plan.planner import PlanRequest
 from servefit.plan.schema import Plan
@@ -41,11 +44,24 @@ class Context:
     request: PlanRequest
     plan: Plan
     model: ModelSpec
-    profile: str  # the mirrored engine release, e.g. "0.5.9"
+    profile: str  # the profile the plan used (EngineRef.profile)
 
     @property
     def args(self) -> dict[str, Any]:
         return self.plan.resolved_args
+
+    @property
+    def engine_profile(self) -> Profile:
+        return registry.profile(self.plan.engine.name, self.profile)
+
+    @property
+    def lever_dests(self) -> Mapping[str, str]:
+        """lever name -> the attribute it sets in this release (the profile's levers)."""
+        return self.engine_profile.levers
+
+    def dest(self, lever: Lever) -> str | None:
+        """The attribute `lever` sets in this release; None when the release has no such lever."""
+        return self.lever_dests.get(lever.name)
 
     @property
     def catalogue(self) -> Catalogue:
@@ -83,7 +99,6 @@ class Option:
 class Lever:
     name: str
     title: str
-    dests: dict[str, str]  # engine profile -> attribute
     values: Callable[[Context], list[Option]]  # explain's values
     fix_values: Callable[[Context], list[Option]] | None = None  # None: not used by the fix
     applies: Callable[[Context], bool] = lambda c: True
@@ -92,20 +107,16 @@ class Lever:
     tags: tuple[str, ...] = field(default_factory=tuple)
     context: bool = False  # sets the context length: its values are judged at their own context
 
-    def dest(self, profile: str) -> str | None:
-        return self.dests.get(profile)
 
-
-@lru_cache(maxsize=2048)
 def flag_name(profile: str, dest: str) -> str:
-    """SGLang's own CLI spelling of `dest` (prefers --tp-size over --tensor-parallel-size);
-    `--dest-with-dashes` for a release without an SGLang flag table."""
-    from servefit.engines.sglang.flags import available_versions, load_flags
-
-    if profile in available_versions():
-        for f in load_flags(profile):
-            if f.dest == dest:
-                return next((n for n in f.names if n in _PREFERRED), f.names[0])
+    """SGLang's own CLI spelling of `dest` in the release of `profile` (prefers --tp-size over
+    --tensor-parallel-size); `--dest-with-dashes` for an attribute the release has no flag for."""
+    try:
+        f = registry.profile("sglang", profile).flag(dest)
+    except EngineVersionError:
+        f = None
+    if f is not None:
+        return next((n for n in f.names if n in _PREFERRED), f.names[0])
     return "--" + dest.replace("_", "-")
 
 
@@ -247,8 +258,20 @@ def _radix_values(c: Context) -> list[Option]:
     return [Option("on" if cur else "off", {"disable_radix_cache": not cur})]
 
 
-def _strategy_values(dest: str, choices: tuple[str, ...]) -> Callable[[Context], list[Option]]:
-    return lambda c: options(dest, list(choices), c.args.get(dest))
+def _same_lever(name: str, values: Callable[[str], Callable[[Context], list[Option]]]):
+    """Values of lever `name` for the attribute the plan's release gives it."""
+    return lambda c: values(c.lever_dests[name])(c)
+
+
+def _strategy_values(dest: str) -> Callable[[Context], list[Option]]:
+    """Every strategy the release's flag accepts, "auto" aside (it resolves to one of them)."""
+
+    def values(c: Context) -> list[Option]:
+        flag = c.engine_profile.flag(dest)
+        choices = [x for x in (flag.choices or ()) if x != "auto"] if flag else []
+        return options(dest, choices, c.args.get(dest))
+
+    return values
 
 
 def parallel_values(c: Context) -> list[Option]:
@@ -328,25 +351,16 @@ def _eagle(c: Context) -> bool:
     return c.spec in ("EAGLE", "EAGLE3", "STANDALONE")
 
 
-BOTH = ("0.5.9", "0.5.23")
-
-
-def _same(dest: str) -> dict[str, str]:
-    return dict.fromkeys(BOTH, dest)
-
-
 LEVERS: tuple[Lever, ...] = (
     Lever(
         "mem_fraction_static",
         "static memory fraction",
-        _same("mem_fraction_static"),
         _fraction_values,
         _fraction_fix,
     ),
     Lever(
         "max_running_requests",
         "max running requests",
-        _same("max_running_requests"),
         _running_values,
         _running_fix,
         unused_when=_running_unused,
@@ -354,7 +368,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "mamba_full_memory_ratio",
         "state/KV split ratio",
-        _same("mamba_full_memory_ratio"),
         _ratio_values,
         _ratio_values,
         applies=_has_state,
@@ -363,7 +376,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "max_mamba_cache_size",
         "state pool slots",
-        _same("max_mamba_cache_size"),
         _cache_values,
         lambda c: _cache_values(c, fine=True),
         applies=_has_state,
@@ -371,7 +383,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "mamba_ssm_dtype",
         "SSM state dtype",
-        _same("mamba_ssm_dtype"),
         _ssm_values,
         _ssm_values,
         applies=_has_state,
@@ -380,28 +391,24 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "speculative_num_steps",
         "speculative steps",
-        _same("speculative_num_steps"),
         _steps_values,
         applies=_eagle,
     ),
     Lever(
         "speculative_num_draft_tokens",
         "speculative draft tokens",
-        _same("speculative_num_draft_tokens"),
         _draft_values,
         applies=lambda c: c.spec is not None,
     ),
     Lever(
         "speculative_algorithm",
         "speculative decoding",
-        _same("speculative_algorithm"),
         _spec_off,
         applies=lambda c: c.spec is not None,
     ),
     Lever(
         "context_length",
         "context length",
-        _same("context_length"),
         _context_values,
         _context_fix,
         context=True,
@@ -409,7 +416,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "kv_cache_dtype",
         "KV cache dtype",
-        _same("kv_cache_dtype"),
         _kv_values,
         _kv_values,
         lossy=True,
@@ -417,7 +423,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "chunked_prefill_size",
         "chunked prefill size",
-        _same("chunked_prefill_size"),
         _chunk_values,
         _chunk_values,
         unused_when=_heuristic_only,
@@ -425,39 +430,25 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "cuda_graph_max_bs",
         "CUDA-graph max batch size",
-        {"0.5.9": "cuda_graph_max_bs", "0.5.23": "cuda_graph_max_bs_decode"},
-        lambda c: _graph_values(
-            "cuda_graph_max_bs" if c.profile == "0.5.9" else "cuda_graph_max_bs_decode"
-        )(c),
-        lambda c: _graph_values(
-            "cuda_graph_max_bs" if c.profile == "0.5.9" else "cuda_graph_max_bs_decode"
-        )(c),
+        _same_lever("cuda_graph_max_bs", _graph_values),
+        _same_lever("cuda_graph_max_bs", _graph_values),
         unused_when=_heuristic_only,
     ),
     Lever(
         "disable_radix_cache",
         "radix (prefix) cache",
-        _same("disable_radix_cache"),
         _radix_values,
         applies=_has_state,
     ),
     Lever(
         "mamba_scheduler_strategy",
         "mamba scheduler strategy",
-        {"0.5.9": "mamba_scheduler_strategy", "0.5.23": "mamba_radix_cache_strategy"},
-        lambda c: (
-            _strategy_values("mamba_scheduler_strategy", ("no_buffer", "extra_buffer"))(c)
-            if c.profile == "0.5.9"
-            else _strategy_values(
-                "mamba_radix_cache_strategy", ("no_buffer", "extra_buffer", "extra_buffer_lazy")
-            )(c)
-        ),
+        _same_lever("mamba_scheduler_strategy", _strategy_values),
         applies=_has_state,
     ),
     Lever(
         "parallelism",
         "TP / PP",
-        {"0.5.9": "tp_size", "0.5.23": "tp_size"},
         parallel_values,
         parallel_fix,
     ),
@@ -466,4 +457,4 @@ LEVERS: tuple[Lever, ...] = (
 
 def levers_for(c: Context) -> list[Lever]:
     """The levers of the plan's engine (its catalogue) that exist in this release and apply."""
-    return [lv for lv in c.catalogue.levers if lv.dest(c.profile) and lv.applies(c)]
+    return [lv for lv in c.catalogue.levers if c.dest(lv) and lv.applies(c)]

@@ -12,7 +12,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from servefit.engines import registry
+from servefit.engines.base import Flag
 from servefit.engines.vllm import levers as vllm
+from servefit.errors import EngineVersionError
 from servefit.explain.levers import (
     Context,
     Lever,
@@ -23,26 +26,25 @@ from servefit.explain.levers import (
     parallel_values,
 )
 
-PROFILES = ("0.24.0", "0.33.0")
 
-
-def _same(dest: str) -> dict[str, str]:
-    return dict.fromkeys(PROFILES, dest)
+def _flags(profile: str) -> tuple[Flag, ...]:
+    """The flag table of the release of `profile`; the newest profile's for an unknown one."""
+    try:
+        return registry.profile("vllm", profile).flags
+    except EngineVersionError:
+        return registry.profiles("vllm")[-1].flags
 
 
 def flag_name(profile: str, dest: str) -> str:
-    return vllm.flag_for(profile if profile in PROFILES else PROFILES[-1], dest)
+    return vllm.flag_for(_flags(profile), dest)
 
 
 def _negative_flag(profile: str, dest: str) -> str | None:
     """The BooleanOptionalAction `--no-...` spelling, when the release has one."""
-    from servefit.engines.vllm.flags import load_flags
-
-    version = profile if profile in PROFILES else PROFILES[-1]
     return next(
         (
             next(n for n in f.names if n.startswith("--"))
-            for f in load_flags(version)
+            for f in _flags(profile)
             if f.dest == dest and f.kind == "bool_false"
         ),
         None,
@@ -189,7 +191,6 @@ def _lever(
     return Lever(
         dest,
         h.title,
-        _same(dest),
         _from_profile(h),
         fix,
         applies=(lambda c: c.has_state and applies(c)) if h.hybrid_only else applies,
@@ -221,7 +222,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "speculative_config",
         "speculative decoding",
-        _same("speculative_config"),
         lambda c: [Option("off", {"speculative_config": None})],
         applies=_spec_on,
     ),
@@ -234,7 +234,6 @@ LEVERS: tuple[Lever, ...] = (
     Lever(
         "parallelism",
         "TP / PP",
-        _same("tensor_parallel_size"),
         parallel_values,
         parallel_fix,
     ),

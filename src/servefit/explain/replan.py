@@ -8,7 +8,13 @@ from typing import Any
 from servefit.errors import ServefitError
 from servefit.explain.levers import Option
 from servefit.model.spec import ModelSpec
-from servefit.plan.planner import PlanRequest, plan, resolve_gpu, resolve_model, with_args
+from servefit.plan.planner import (
+    PlanRequest,
+    plan_or_reject,
+    resolve_gpu,
+    resolve_model,
+    with_args,
+)
 from servefit.plan.schema import Plan
 
 
@@ -29,12 +35,13 @@ def apply(request: PlanRequest, args: dict[str, Any], num_gpus: int | None = Non
 
 
 def try_plan(request: PlanRequest) -> tuple[Plan | None, str | None]:
-    """plan(), with servefit's own input errors (e.g. TP not dividing the heads) returned.
+    """plan(), with servefit's input errors and what the engine refuses outright (e.g. TP not
+    dividing the heads) returned.
 
-    A re-plan explores combinations the user did not ask for; an internal error on one of them
-    is reported as that value's rejection instead of ending the whole explanation."""
+    A re-plan explores combinations the user did not ask for; an error on one of them is
+    reported as that value's rejection instead of ending the whole explanation."""
     try:
-        return plan(request), None
+        return plan_or_reject(request), None
     except ServefitError as exc:
         return None, str(exc)
     except (TypeError, ValueError, KeyError, ZeroDivisionError) as exc:  # a profile gap, not input

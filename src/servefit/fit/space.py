@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from servefit.engines import registry
 from servefit.errors import ArgumentError
 from servefit.explain.catalogue import Catalogue, catalogue_for
 from servefit.model.spec import ModelSpec
@@ -36,7 +37,6 @@ class FitSpace:
     # features a baseline turns on that cost memory: every candidate keeps the user's choice
     # (turning them off is what --allow-no-radix searches)
     kept_from_baseline: frozenset[str]
-    parse_flags: Callable[[str, list[str]], Any]  # (release, argv) -> ParsedArgs
     model_keys: tuple[str, ...]
     spec_of: Callable[[dict[str, Any]], tuple[str, int | None, str | None]]  # of a baseline
 
@@ -168,12 +168,6 @@ def _sglang_spec_of(args: dict[str, Any]) -> tuple[str, int | None, str | None]:
     return spec, args.get("speculative_num_steps"), args.get("speculative_draft_model_path")
 
 
-def _sglang_parse(profile: str, argv: list[str]) -> Any:
-    from servefit.engines.sglang.flags import load_flags, parse_argv
-
-    return parse_argv(load_flags(profile), argv)
-
-
 def _sglang() -> FitSpace:
     cat = catalogue_for("sglang")
     base = frozenset(
@@ -188,7 +182,7 @@ def _sglang() -> FitSpace:
         }
     )
     memory = frozenset(
-        {d for lv in cat.levers for d in lv.dests.values()}
+        {d for p in registry.profiles(cat.engine) for d in p.levers.values()}
         | {
             "pp_size",
             "dp_size",
@@ -219,7 +213,6 @@ def _sglang() -> FitSpace:
         memory_dests=memory,
         launch_dests=frozenset({"model_path", "nnodes", "node_rank", "dist_init_addr"}),
         kept_from_baseline=frozenset(),  # the radix cache is on unless the engine disables it
-        parse_flags=_sglang_parse,
         model_keys=("model_path",),
         spec_of=_sglang_spec_of,
     )
@@ -335,18 +328,12 @@ def _vllm_spec_of(args: dict[str, Any]) -> tuple[str, int | None, str | None]:
     return kind, cfg.get("num_speculative_tokens"), cfg.get("model")
 
 
-def _vllm_parse(profile: str, argv: list[str]) -> Any:
-    from servefit.engines.vllm.flags import load_flags, parse_argv
-
-    return parse_argv(load_flags(profile), argv)
-
-
 def _vllm() -> FitSpace:
     cat = catalogue_for("vllm")
     # the levers, the parallelism fit does not search (DP, EP), and the two settings that
     # replace the memory profile fit sizes from --gpu-memory-utilization
     memory = frozenset(
-        {d for lv in cat.levers for d in lv.dests.values()}
+        {d for p in registry.profiles(cat.engine) for d in p.levers.values()}
         | {
             "pipeline_parallel_size",
             "data_parallel_size",
@@ -371,7 +358,6 @@ def _vllm() -> FitSpace:
         ),
         # 0.24.0 leaves prefix caching off for hybrids, 0.33.0 turns it on
         kept_from_baseline=frozenset({"enable_prefix_caching"}),
-        parse_flags=_vllm_parse,
         model_keys=("model_tag", "model"),
         spec_of=_vllm_spec_of,
     )

@@ -161,11 +161,9 @@ def _engine_values(engine: str, argv: list[str]) -> dict[str, object]:
     if engine == "sglang":
         # The engine's own flag table: aliases (--tp) and argparse prefixes (--tp-si) included.
         from servefit.engines.registry import select
-        from servefit.engines.sglang.flags import load_flags, parse_argv
 
-        _, ref = select("sglang")
-        parsed = parse_argv(load_flags(ref.profile), argv)
-        return dict(parsed.values)
+        profile, _ = select(engine)
+        return dict(profile.parse_argv(argv).values)
     return _scan(argv, {"host": ("--host",), "port": ("--port",), **_VLLM_WORLD_FLAGS})
 
 

@@ -17,10 +17,10 @@ from math import prod
 
 def _divide(n: int, d: int) -> int:
     # sglang/srt/distributed/utils.py:divide asserts exact division.
-    from servefit.errors import ArgumentError
+    from servefit.errors import EngineRejection
 
     if d <= 0 or n % d != 0:
-        raise ArgumentError(f"{n} is not divisible by the attention TP size {d}")
+        raise EngineRejection(f"{n} is not divisible by the attention TP size {d}")
     return n // d
 
 

@@ -1,14 +1,21 @@
-"""plan(): inputs -> ModelSpec -> engine profile (resolve_args -> size_pools) -> Plan."""
+"""plan(): inputs -> ModelSpec -> engine profile -> Plan.
+
+The profile (engines/base.py:Profile) the registry selects for the request's engine release
+does every engine-specific step: parallel layout, the checks before memory profiling,
+resolve_args, memory_inputs, size_pools. An engine-side rejection (EngineRejection) anywhere
+in them is a plan predicted to fail, never bad input.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Any
 
-from servefit.engines.base import MemoryInputs, Sizing
-from servefit.errors import ArgumentError, HardwareError
+from servefit.engines.base import Measured, MemoryInputs, Profile, ResolvedArgs, Sizing
+from servefit.engines.registry import select
+from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.hardware.spec import GPUSet, GPUSpec
+from servefit.model.cache import by_identity
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import HardwareRef, ModelRef, PerRank, Plan, Pools
 
@@ -67,53 +74,52 @@ def resolve_gpu(ref: str | GPUSpec, gpu_mem_mib: int | None) -> tuple[GPUSpec, s
 
 
 def plan(request: PlanRequest) -> Plan:
-    from servefit.engines.registry import select
+    """The plan of one launch; what the engine itself refuses is a plan that fails."""
+    return _plan(request, rejections_fail=True)
 
+
+def plan_or_reject(request: PlanRequest) -> Plan:
+    """plan(), with what the engine refuses outright raised (EngineRejection) instead: explain
+    and fit try values the user did not ask for, and report a refused value as refused."""
+    return _plan(request, rejections_fail=False)
+
+
+def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
     profile, engine_ref = select(request.engine)
     model = resolve_model(request.model)
     gpu, gpu_source = resolve_gpu(request.gpu, request.gpu_mem_mib)
     args = dict(request.args)
-    # Engines whose flags name parallelism differently (vLLM: --tensor-parallel-size, ...) say
-    # how to read it; the SGLang path below is the default.
-    engine_sizes = getattr(profile, "parallel_sizes", None)
-    if engine_sizes is not None:
-        tp, pp, dp, ep = engine_sizes(args)
-        world = tp * pp * dp
-    else:
-        tp, pp, dp, ep = (
-            int(1 if args.get(k) is None else args[k])
-            for k in ("tp_size", "pp_size", "dp_size", "ep_size")
-        )
-        for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
-            if val <= 0:
-                raise ArgumentError(f"--{name} must be a positive integer, got {val}")
-        _validate_args(args)
-        world = tp * pp * (1 if args.get("enable_dp_attention") else dp)
-    num_gpus = request.num_gpus or world
-    if num_gpus < world:
+    sizes = profile.parallel_sizes(args)
+    num_gpus = request.num_gpus or sizes.world
+    if num_gpus < sizes.world:
         raise ArgumentError(
-            f"TP {tp} x PP {pp} x DP {dp} needs {world} GPUs, only {num_gpus} given"
+            f"TP {sizes.tp} x PP {sizes.pp} x DP {sizes.dp} needs {sizes.world} GPUs, "
+            f"only {num_gpus} given"
         )
     gpus = GPUSet(gpu=gpu, count=num_gpus, free_gib_override=request.free_gib, source=gpu_source)
-
-    if engine_sizes is not None:
-        profile.check_heads_divisible(model, tp)
+    measured = Measured(
+        free_gib=request.free_gib,
+        free_before_gib=request.measured_free_before_gib,
+        weights_gib=request.measured_weights_gib,
+    )
+    measured.check()
+    try:
+        profile.check_model(model, sizes)
+        resolved = profile.resolve_args(model, gpus, args, dict(request.env))
+    except EngineRejection as exc:  # the engine stops before it loads anything
+        if not rejections_fail:
+            raise
+        resolved = ResolvedArgs(values=args, error=str(exc), env=dict(request.env))
+        memory = MemoryInputs(
+            total_gib=gpu.memory_mib / 1024, pre_load_free_gib=0.0, weights_gib=0.0
+        )
     else:
-        from servefit.engines.sglang.common import check_heads_divisible
-
-        attn_tp = tp // dp if args.get("enable_dp_attention") else tp
-        check_heads_divisible(model, attn_tp)
-    resolved = profile.resolve_args(model, gpus, args, dict(request.env))
-    engine_memory = getattr(profile, "memory_inputs", None)  # vLLM: CUDA total, init snapshot
-    if engine_memory is not None:
-        memory = engine_memory(model, gpus, resolved.values, request)
-    else:
-        memory = memory_inputs(model, gpus, resolved.values, request)
+        memory = profile.memory_inputs(model, gpus, resolved.values, measured)
     # An engine that stops while resolving its args never profiles memory: nothing to size.
     sizing = (
         _unsized(memory, resolved)
         if resolved.error
-        else profile.size_pools(model, gpus, resolved, memory)
+        else _sized(profile, model, gpus, resolved, memory, rejections_fail)
     )
 
     error = resolved.error or sizing.error
@@ -128,10 +134,10 @@ def plan(request: PlanRequest) -> Plan:
             gpu=gpu.name,
             num_gpus=num_gpus,
             memory_mib=gpu.memory_mib,
-            tp_size=tp,
-            pp_size=pp,
-            dp_size=dp,
-            ep_size=ep,
+            tp_size=sizes.tp,
+            pp_size=sizes.pp,
+            dp_size=sizes.dp,
+            ep_size=sizes.ep,
             source=gpu_source,
         ),
         verdict="fail" if error else "ok",
@@ -150,6 +156,23 @@ def plan(request: PlanRequest) -> Plan:
     )
 
 
+def _sized(
+    profile: Profile,
+    model: ModelSpec,
+    gpus: GPUSet,
+    resolved: ResolvedArgs,
+    memory: MemoryInputs,
+    rejections_fail: bool,
+) -> Sizing:
+    """The engine's memory profiling; an engine-side rejection there is a failing start."""
+    try:
+        return profile.size_pools(model, gpus, resolved, memory)
+    except EngineRejection as exc:
+        if not rejections_fail:
+            raise
+        return replace(_unsized(memory, resolved), error=str(exc))
+
+
 _QUANT_NAME_TAGS = ("fp8", "fp4", "nvfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "mxfp4")
 
 
@@ -166,7 +189,7 @@ def _model_warnings(model: ModelSpec) -> list[str]:
     return []
 
 
-def _unsized(memory: MemoryInputs, resolved) -> Sizing:
+def _unsized(memory: MemoryInputs, resolved: ResolvedArgs) -> Sizing:
     """The Sizing of a launch that fails before memory profiling: weights only, empty pools."""
     v = resolved.values
     pools = Pools(
@@ -191,113 +214,8 @@ def _unsized(memory: MemoryInputs, resolved) -> Sizing:
     return Sizing(pools=pools, per_rank=per_rank)
 
 
-def memory_inputs(
-    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], request: PlanRequest
-) -> MemoryInputs:
-    """Pre-load free memory and weights per rank: measured (calibrated) or modelled."""
-    tp, pp = int(v.get("tp_size") or 1), int(v.get("pp_size") or 1)
-    ep = int(v.get("ep_size") or 1)
-    w = _weights(model, tp, pp, ep)
-    spec = v.get("speculative_algorithm") in ("EAGLE", "EAGLE3", "STANDALONE")
-    draft = w.draft_gib if spec and not v.get("speculative_draft_model_path") else 0.0
-    total = gpus.gpu.memory_mib / 1024
-    if request.measured_free_before_gib is not None:
-        pre = request.measured_free_before_gib
-    elif gpus.free_gib_override is not None:
-        pre = gpus.free_gib_override
-    else:
-        from servefit.hardware.preload import pre_load_free_gib
-
-        pre = pre_load_free_gib(gpus.gpu, world_size=tp * pp, tp=tp, engine="sglang")
-    weights = (
-        request.measured_weights_gib if request.measured_weights_gib is not None else w.target_gib
-    )
-    for name, val in (
-        ("--measured-free-before-gib", request.measured_free_before_gib),
-        ("--free-gib", request.free_gib),
-        ("--measured-weights-gib", request.measured_weights_gib),
-    ):
-        if val is not None and val <= 0:
-            raise HardwareError(f"{name} must be positive, got {val}")
-    if pre > total + 1e-6:
-        raise HardwareError(
-            f"free memory before weights ({pre:.2f} GiB) exceeds the GPU's {total:.2f} GiB"
-        )
-    calibrated = (
-        request.measured_free_before_gib is not None and request.measured_weights_gib is not None
-    )
-    return MemoryInputs(
-        total_gib=total,
-        pre_load_free_gib=pre,
-        weights_gib=weights,
-        draft_weights_gib=draft,
-        calibrated=calibrated,
-    )
-
-
-# (dest, flag, lowest allowed, highest allowed): values the engine would accept but that make no
-# physical sense, or that it would reject later with a traceback.
-_RANGES = (
-    ("mem_fraction_static", "--mem-fraction-static", 1e-9, 1.0),
-    ("max_running_requests", "--max-running-requests", 1, None),
-    ("max_total_tokens", "--max-total-tokens", 1, None),
-    ("context_length", "--context-length", 1, None),
-    ("page_size", "--page-size", 1, None),
-    ("max_mamba_cache_size", "--max-mamba-cache-size", 1, None),
-    ("mamba_full_memory_ratio", "--mamba-full-memory-ratio", 1e-9, None),
-    ("speculative_num_steps", "--speculative-num-steps", 1, None),
-    ("speculative_eagle_topk", "--speculative-eagle-topk", 1, None),
-    ("speculative_num_draft_tokens", "--speculative-num-draft-tokens", 1, None),
-    ("cuda_graph_max_bs", "--cuda-graph-max-bs", 1, None),
-    ("max_prefill_tokens", "--max-prefill-tokens", 1, None),
-)
-
-
-def _validate_args(args: dict[str, Any]) -> None:
-    for dest, flag, lo, hi in _RANGES:
-        val = args.get(dest)
-        if val is None or isinstance(val, bool) or not isinstance(val, (int, float)):
-            continue
-        if val != val or val < lo or (hi is not None and val > hi):
-            bound = f"in (0, {hi}]" if hi is not None else f">= {lo}" if lo >= 1 else "> 0"
-            raise ArgumentError(f"{flag} must be {bound}, got {val}")
-    cps = args.get("chunked_prefill_size")
-    if isinstance(cps, int) and not isinstance(cps, bool) and cps == 0:
-        raise ArgumentError(
-            "--chunked-prefill-size must be positive, or -1 to disable chunked prefill"
-        )
-
-
-@lru_cache(maxsize=256)
-def _weights_by_value(model: ModelSpec, tp: int, pp: int, ep: int):
-    from servefit.model.weights import weights_per_rank
-
-    return weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True)
-
-
-# explain and fit re-plan one ModelSpec object thousands of times: look it up by identity first
-# (hashing a ModelSpec walks every layer), keeping the object so its id cannot be reused.
-_BY_ID: dict[tuple, tuple[ModelSpec, Any]] = {}
-
-
-def _by_identity(model: ModelSpec, key: tuple, make):
-    hit = _BY_ID.get((id(model), *key))
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    if len(_BY_ID) > 512:
-        _BY_ID.clear()
-    value = make()
-    _BY_ID[(id(model), *key)] = (model, value)
-    return value
-
-
-def _weights(model: ModelSpec, tp: int, pp: int, ep: int):
-    """weights_per_rank is a pure function of these; fit re-plans the same model many times."""
-    return _by_identity(model, ("w", tp, pp, ep), lambda: _weights_by_value(model, tp, pp, ep))
-
-
 def _model_ref(model: ModelSpec) -> ModelRef:
-    return _by_identity(
+    return by_identity(
         model,
         ("ref",),
         lambda: ModelRef(

@@ -142,8 +142,8 @@ def test_lever_flags_are_the_engines_spellings():
         dests = {f.dest for f in load_flags(version)}
         for lever in LEVERS:
             assert lever.dest in dests or lever.dest == "num_speculative_tokens", lever.dest
-    assert flag_for("0.33.0", "gpu_memory_utilization") == "--gpu-memory-utilization"
-    assert flag_for("0.24.0", "enable_prefix_caching") == "--enable-prefix-caching"
+    assert flag_for(load_flags("0.33.0"), "gpu_memory_utilization") == "--gpu-memory-utilization"
+    assert flag_for(load_flags("0.24.0"), "enable_prefix_caching") == "--enable-prefix-caching"
     spec = next(lv for lv in LEVERS if lv.dest == "num_speculative_tokens")
     resolved = {"speculative_config": {"method": "mtp", "num_speculative_tokens": 3}}
     assert args_for(spec, 2, resolved) == {

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.base import GiB
-from servefit.errors import ArgumentError
+from servefit.errors import EngineRejection
 from servefit.model.spec import ModelSpec
 
-
-class EngineError(Exception):
-    """An error the engine itself raises while resolving args; str() is the engine's text."""
+# An error the engine itself raises while resolving args; str() is the engine's text.
+EngineError = EngineRejection
 
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -47,7 +46,7 @@ def kv_cache_dtype(model: ModelSpec, flag: str) -> str:
         return "bfloat16"
     if flag in ("fp8_e4m3", "fp8_e5m2", "fp4_e2m1"):
         return flag
-    raise ArgumentError(f"Unsupported kv_cache_dtype: {flag}.")
+    raise EngineRejection(f"ValueError: Unsupported kv_cache_dtype: {flag}.")
 
 
 def element_size(kv_dtype: str) -> int:
@@ -260,17 +259,17 @@ def check_heads_divisible(model: ModelSpec, attn_tp: int) -> None:
     Qwen3GatedDeltaNet / attention layers use divide(total_num_heads, tp_size))."""
     attn = model.first_attention()
     if attn is not None and attn.num_heads % attn_tp != 0:
-        raise ArgumentError(
+        raise EngineRejection(
             f"--tp-size {attn_tp} does not divide the {attn.num_heads} attention heads of {model.name}"
         )
     kv = getattr(attn, "num_kv_heads", None)
     if kv and kv >= attn_tp and kv % attn_tp != 0:
-        raise ArgumentError(
+        raise EngineRejection(
             f"--tp-size {attn_tp} does not divide the {kv} KV heads of {model.name}"
         )
     rec = model.first_recurrent()
     if rec is not None:
-        rec.state_shapes(attn_tp)  # raises ArgumentError when the state heads don't split
+        rec.state_shapes(attn_tp)  # raises EngineRejection when the state heads don't split
 
 
 def gib(nbytes: float) -> float:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from servefit.errors import ArgumentError, UnsupportedModelError
+from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
 from servefit.model.layers import MLA, FullAttention, SlidingWindowAttention
 from servefit.model.spec import ModelSpec
 
@@ -97,8 +97,8 @@ def check_heads_divisible(model: ModelSpec, tp: int) -> None:
     attn = model.first_attention()
     heads = attn.num_heads if attn is not None else 0
     if heads and heads % tp:
-        raise ArgumentError(
-            f"Total number of attention heads ({heads}) must be divisible by tensor parallel "
+        raise EngineRejection(
+            f"ValueError: Total number of attention heads ({heads}) must be divisible by tensor parallel "
             f"size ({tp})."
         )
 
@@ -151,7 +151,9 @@ def check_attention_supported(model: ModelSpec) -> None:
 def divide(n: int, d: int, what: str) -> int:
     """vllm/distributed/utils.py:divide asserts exact division."""
     if n % d:
-        raise ArgumentError(f"{what} ({n}) is not divisible by the tensor parallel size ({d})")
+        raise EngineRejection(
+            f"AssertionError: {what} ({n}) is not divisible by the tensor parallel size ({d})"
+        )
     return n // d
 
 

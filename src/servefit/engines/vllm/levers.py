@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from servefit.engines.base import Flag
+
 
 @dataclass(frozen=True)
 class VllmLever:
@@ -106,13 +108,12 @@ def args_for(lever: VllmLever, value: Any, resolved: dict[str, Any]) -> dict[str
     return {lever.dest: value}
 
 
-def flag_for(version: str, dest: str) -> str:
-    """The `vllm serve` spelling of an EngineArgs attribute (the first long option)."""
-    from servefit.engines.vllm.flags import load_flags
-
+def flag_for(flags: tuple[Flag, ...], dest: str) -> str:
+    """The `vllm serve` spelling of an EngineArgs attribute in a release's flag table `flags`
+    (the first long option)."""
     if dest == "num_speculative_tokens":
         return "--speculative-config.num_speculative_tokens"
-    for f in load_flags(version):
+    for f in flags:
         if f.dest == dest and f.kind != "bool_false":
             return next((n for n in f.names if n.startswith("--")), f.names[0])
     return "--" + dest.replace("_", "-")

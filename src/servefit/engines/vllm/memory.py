@@ -1,44 +1,34 @@
 """Per-rank memory inputs for the vLLM profiles: CUDA total, free memory at the init snapshot,
-weights ("Model loading took"). Called by the planner in place of its SGLang default."""
+weights ("Model loading took")."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from servefit.engines.base import MemoryInputs
+from servefit.engines.base import Measured, MemoryInputs
 from servefit.engines.vllm.device import cuda_total_gib
-from servefit.errors import HardwareError
+from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
+from servefit.model.cache import weights
 from servefit.model.spec import ModelSpec
 
 
-def memory_inputs(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], request: Any) -> MemoryInputs:
+def memory_inputs(
+    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], measured: Measured
+) -> MemoryInputs:
     """`total_gib` is what `torch.cuda.mem_get_info` reports (vllm/engines/vllm/device.py);
     `pre_load_free_gib` the free memory of Worker.init_device's snapshot (after NCCL init and
     the cuBLAS warm-up, before weights; servefit/hardware/preload.py, engine="vllm");
     `weights_gib` + `draft_weights_gib` what "Model loading took" reports: the target, plus the
     MTP layers when speculative decoding loads them in the same DeviceMemoryProfiler block
     (gpu_model_runner.py:load_model); a measured figure (--measured-weights-gib) is the whole."""
-    from servefit.hardware.preload import pre_load_free_gib
-
-    # the planner's cache of weights_per_rank(model, tp, pp, ep, include_mtp=True): explain and
-    # fit re-plan one model hundreds of times, and the weights walk is most of a plan's time
-    from servefit.plan.planner import _weights
-
     tp, pp = v["tensor_parallel_size"], v["pipeline_parallel_size"]
     ep = v["_ep_size"]
-    w = _weights(model, tp, pp, ep)
+    w = weights(model, tp, pp, ep)  # cached: explain and fit re-plan one model many times
     draft = w.draft_gib if v.get("_spec_method") == "mtp" else 0.0
     total = cuda_total_gib(gpus.gpu)
-    for name, val in (
-        ("--measured-free-before-gib", request.measured_free_before_gib),
-        ("--free-gib", request.free_gib),
-        ("--measured-weights-gib", request.measured_weights_gib),
-    ):
-        if val is not None and val <= 0:
-            raise HardwareError(f"{name} must be positive, got {val}")
-    if request.measured_free_before_gib is not None:
-        free = request.measured_free_before_gib
+    if measured.free_before_gib is not None:
+        free = measured.free_before_gib
     elif gpus.free_gib_override is not None:
         free = gpus.free_gib_override
     else:
@@ -47,11 +37,11 @@ def memory_inputs(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], request: An
             gpus.gpu, world_size=tp * pp, tp=tp, engine="vllm", custom_all_reduce=car
         )
     free = min(free, total)
-    measured = request.measured_weights_gib
+    given = measured.weights_gib
     return MemoryInputs(
         total_gib=total,
         pre_load_free_gib=free,
-        weights_gib=measured if measured is not None else w.target_gib,
-        draft_weights_gib=0.0 if measured is not None else draft,  # inside the measured figure
-        calibrated=request.measured_weights_gib is not None,
+        weights_gib=given if given is not None else w.target_gib,
+        draft_weights_gib=0.0 if given is not None else draft,  # inside the measured figure
+        calibrated=given is not None,
     )

@@ -1,34 +1,52 @@
-"""One vLLM release as an engine profile (engines/base.py:EngineProfile).
+"""One vLLM release as an engine profile (engines/base.py:Profile).
 
-Both mirrored releases run the same flow, resolve.py (engine args) and planning.py (memory),
-asking their own rules module (v<version>/rules.py) wherever they differ; `bind` ties the flow
-to one release's rules. The rest of what planner.py asks of a vLLM profile reads the same in
-both releases and is re-exported from here (common.py, memory.py).
+Every mirrored release runs the same flow, resolve.py (engine args) and planning.py (memory),
+asking its own rules module (v<version>/rules.py) wherever they differ; `declare` ties the flow
+to one release's rules and reads the release's flag table (flags_<version>.json) and
+architecture list (archs_<version>.txt), both generated from its wheel. The rest of the
+contract reads the same in every release and lives here (common.py, memory.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from functools import partial
 from types import ModuleType
 from typing import Any
 
-from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
-from servefit.engines.vllm import planning, resolve
-from servefit.engines.vllm.common import check_heads_divisible, parallel_sizes
+from servefit.engines.base import (
+    LogFeature,
+    MemoryInputs,
+    ParallelSizes,
+    Profile,
+    ResolvedArgs,
+    Sizing,
+)
+from servefit.engines.flagtable import read_architectures
+from servefit.engines.vllm import common, planning, resolve
+from servefit.engines.vllm.flags import load_flags, parse_argv
+from servefit.engines.vllm.levers import LEVERS as VLLM_LEVERS
 from servefit.engines.vllm.memory import memory_inputs
+from servefit.errors import EngineRejection
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 
-__all__ = ["ENGINE", "bind", "check_heads_divisible", "memory_inputs", "parallel_sizes"]
+__all__ = ["ENGINE", "LEVERS", "declare", "memory_inputs", "parallel_sizes"]
 
 ENGINE = "vllm"
 
-ResolveArgs = Callable[[ModelSpec, GPUSet, dict[str, Any], dict[str, str]], ResolvedArgs]
-SizePools = Callable[[ModelSpec, GPUSet, ResolvedArgs, MemoryInputs], Sizing]
+# lever name (explain / fit) -> the EngineArgs attribute it sets
+LEVERS: dict[str, str] = {
+    **{lv.dest: lv.dest for lv in VLLM_LEVERS if lv.dest != "tensor_parallel_size"},
+    "speculative_config": "speculative_config",
+    "parallelism": "tensor_parallel_size",
+}
 
 
-def bind(rules: ModuleType) -> tuple[ResolveArgs, SizePools]:
-    """(resolve_args, size_pools) of the release whose rules module is `rules`."""
+def declare(rules: ModuleType, *, log_format: frozenset[LogFeature] = frozenset()) -> Profile:
+    """The Profile of the release whose rules module is `rules` (rules.VERSION)."""
+    version: str = rules.VERSION
+    flags = load_flags(version)
+    archs = read_architectures(__package__, version)
 
     def resolve_args(
         model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
@@ -40,4 +58,52 @@ def bind(rules: ModuleType) -> tuple[ResolveArgs, SizePools]:
     ) -> Sizing:
         return planning.size(model, gpus, resolved, memory, rules)
 
-    return resolve_args, size_pools
+    return Profile(
+        engine=ENGINE,
+        version=version,
+        flags=flags,
+        architectures=archs,
+        levers=LEVERS,
+        log_format=log_format,
+        parse_argv=partial(parse_argv, flags),
+        parallel_sizes=parallel_sizes,
+        check_model=partial(check_model, archs),
+        resolve_args=resolve_args,
+        memory_inputs=memory_inputs,
+        size_pools=size_pools,
+    )
+
+
+def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
+    """TP / PP / DP / EP from vLLM's flags (common.parallel_sizes); every DP rank is a full
+    TP x PP group: the world is TP x PP x DP."""
+    tp, pp, dp, ep = common.parallel_sizes(args)
+    return ParallelSizes(tp=tp, pp=pp, dp=dp, ep=ep, world=tp * pp * dp, attn_tp=tp)
+
+
+def check_model(architectures: frozenset[str], model: ModelSpec, sizes: ParallelSizes) -> None:
+    """What vLLM refuses before it profiles memory (EngineRejection): an architecture it does
+    not register, attention heads its TP does not split."""
+    check_architecture(architectures, model)
+    common.check_heads_divisible(model, sizes.tp)
+
+
+def check_architecture(architectures: frozenset[str], model: ModelSpec) -> None:
+    """vllm/model_executor/models/registry.py:_ModelRegistry._raise_for_unsupported, reached
+    when no architecture of the config is registered (and, as servefit assumes, no
+    Transformers-backend fallback applies): a removed architecture names the last release
+    that had it; any other is "not supported for now"."""
+    archs = list(model.raw_config.get("architectures") or [model.architecture])
+    if any(a in architectures for a in archs):
+        return
+    for arch in archs:
+        if arch in common.PREVIOUSLY_SUPPORTED:
+            raise EngineRejection(
+                common.previously_supported_error(arch, common.PREVIOUSLY_SUPPORTED[arch])
+            )
+    # f"... Supported architectures: {all_supported_archs}" prints the registry's dict_keys;
+    # the list is shortened here to its size.
+    raise EngineRejection(
+        f"ValueError: Model architectures {archs!r} are not supported for now. Supported "
+        f"architectures: dict_keys([... {len(architectures)} architectures])"
+    )

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from servefit.engines.base import ResolvedArgs
 from servefit.engines.vllm import common
-from servefit.errors import ArgumentError
+from servefit.errors import ArgumentError, EngineRejection
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import Change
@@ -121,11 +121,6 @@ def _json_arg(v: dict[str, Any], name: str) -> dict[str, Any]:
 def resolve(
     model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str], rules: Rules
 ) -> ResolvedArgs:
-    if model.architecture in common.PREVIOUSLY_SUPPORTED:
-        err = common.previously_supported_error(
-            model.architecture, common.PREVIOUSLY_SUPPORTED[model.architecture]
-        )
-        raise ArgumentError(err.removeprefix("ValueError: "))
     common.check_attention_supported(model)
     v: dict[str, Any] = dict(user_args)
     changes: list[Change] = []
@@ -148,8 +143,9 @@ def resolve(
         raise ArgumentError(f"--max-model-len must be positive or -1 (auto), got {asked}")
     allow_long = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
     if asked is not None and asked != -1 and asked > derived and not allow_long:
-        raise ArgumentError(
-            f"User-specified max_model_len ({asked}) is greater than the derived max_model_len "
+        # vllm/config/model.py:_get_and_verify_max_len
+        raise EngineRejection(
+            f"ValueError: User-specified max_model_len ({asked}) is greater than the derived max_model_len "
             f"({key}={derived} or model_max_length=None in model's config.json). To allow "
             "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. "
             "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses "
@@ -206,7 +202,10 @@ def resolve(
     v["_user_mamba_block_size"] = v.get("mamba_block_size") is not None
     if model.is_hybrid:
         if v["_user_mamba_block_size"] and not v["enable_prefix_caching"]:
-            raise ArgumentError("--mamba-block-size can only be set with --enable-prefix-caching")
+            # vllm/config/vllm.py:VllmConfig.validate_mamba_block_size
+            raise EngineRejection(
+                "ValueError: --mamba-block-size can only be set with --enable-prefix-caching"
+            )
         if v.get("disable_hybrid_kv_cache_manager"):
             raise ArgumentError(
                 "--disable-hybrid-kv-cache-manager: hybrid Mamba models need the hybrid KV cache "

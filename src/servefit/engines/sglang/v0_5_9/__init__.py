@@ -1,11 +1,21 @@
-"""SGLang 0.5.9 profile (pip download --no-deps sglang==0.5.9)."""
+"""SGLang 0.5.9 profile (pip download --no-deps sglang==0.5.9); docs/engines/sglang-0.5.9.md."""
 
 from __future__ import annotations
 
+from servefit.engines.base import LogFeature
+from servefit.engines.sglang.profile import declare
 from servefit.engines.sglang.v0_5_9.args import resolve_args
 from servefit.engines.sglang.v0_5_9.pools import size_pools
 
 ENGINE = "sglang"
 VERSION = "0.5.9"
 
-__all__ = ["ENGINE", "VERSION", "resolve_args", "size_pools"]
+PROFILE = declare(
+    VERSION,
+    resolve_args=resolve_args,
+    size_pools=size_pools,
+    log_format=frozenset({LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY, LogFeature.LOAD_END_DTYPE}),
+)
+FLAGS = PROFILE.flags
+
+__all__ = ["ENGINE", "FLAGS", "PROFILE", "VERSION", "resolve_args", "size_pools"]

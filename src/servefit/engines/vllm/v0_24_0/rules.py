@@ -10,7 +10,7 @@ from typing import Any
 from servefit.engines.vllm import common
 from servefit.engines.vllm.common import StateTensor, cdiv
 from servefit.engines.vllm.device import capability, cuda_total_gib
-from servefit.errors import ArgumentError, UnsupportedModelError
+from servefit.errors import EngineRejection, UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.layers import KDA, MLA, GatedDeltaNet, Mamba2, ShortConv
 from servefit.model.spec import ModelSpec
@@ -114,7 +114,9 @@ def mamba_cache_mode(
                 "with Mamba cache 'all' mode: falling back to 'align' mode."
             )
         if mode == "align" and not v["enable_chunked_prefill"]:
-            raise ArgumentError("Chunked prefill is required for mamba cache mode 'align'.")
+            raise EngineRejection(
+                "AssertionError: Chunked prefill is required for mamba cache mode 'align'."
+            )
         logs.append(
             f"Warning: Prefix caching in Mamba cache '{mode}' mode is currently enabled. "
             "Its support for Mamba layers is experimental. Please report any issues you "

@@ -4,14 +4,11 @@ The shared flow (profile.py: resolve.py, planning.py) with this release's rules 
 
 from __future__ import annotations
 
-from servefit.engines.vllm.flags import load_flags
 from servefit.engines.vllm.profile import ENGINE as ENGINE
-from servefit.engines.vllm.profile import bind
-from servefit.engines.vllm.profile import check_heads_divisible as check_heads_divisible
-from servefit.engines.vllm.profile import memory_inputs as memory_inputs
-from servefit.engines.vllm.profile import parallel_sizes as parallel_sizes
+from servefit.engines.vllm.profile import declare
 from servefit.engines.vllm.v0_33_0 import rules
 
-VERSION = rules.VERSION
-FLAGS = load_flags(VERSION)
-resolve_args, size_pools = bind(rules)
+PROFILE = declare(rules)
+VERSION = PROFILE.version
+FLAGS = PROFILE.flags
+resolve_args, size_pools = PROFILE.resolve_args, PROFILE.size_pools

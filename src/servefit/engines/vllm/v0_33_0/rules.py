@@ -11,7 +11,7 @@ from typing import Any
 from servefit.engines.vllm import common
 from servefit.engines.vllm.common import StateTensor
 from servefit.engines.vllm.device import capability, cuda_total_gib
-from servefit.errors import ArgumentError, UnsupportedModelError
+from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.layers import KDA, MLA, GatedDeltaNet, Mamba2, ShortConv
 from servefit.model.spec import ModelSpec
@@ -89,7 +89,9 @@ def mamba_cache_mode(
         logs.append(MAMBA_CACHE_MODE_DEPRECATED)
     if v["enable_prefix_caching"]:
         if not v["enable_chunked_prefill"]:
-            raise ArgumentError("Chunked prefill is required for Mamba prefix caching.")
+            raise EngineRejection(
+                "AssertionError: Chunked prefill is required for Mamba prefix caching."
+            )
         log = (
             f"Mamba cache mode is set to 'align' for {model.architecture} by default when "
             "prefix caching is enabled"

@@ -1,0 +1,190 @@
+"""What every SGLang profile shares, and `declare`, which makes one release's Profile.
+
+A release package (v<version>/__init__.py) declares its PROFILE with `declare(...)`: its own
+arg resolution and pool sizing, the attributes it renamed, the log formats it prints. Its flag
+table and architecture list are read from the files generated from its wheel
+(flags_<version>.json by tools/extract_sglang_flags.py, archs_<version>.txt by
+tools/extract_architectures.py). The rest reads the same in every mirrored release and lives
+here: the parallel layout, the checks made before memory profiling, the memory inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from servefit.engines.base import (
+    LogFeature,
+    Measured,
+    MemoryInputs,
+    ParallelSizes,
+    Profile,
+    ResolveArgs,
+    SizePools,
+)
+from servefit.engines.flagtable import read_architectures
+from servefit.engines.sglang.common import check_heads_divisible
+from servefit.engines.sglang.flags import load_flags, parse_argv
+from servefit.errors import ArgumentError, EngineRejection, HardwareError
+from servefit.hardware.preload import pre_load_free_gib
+from servefit.hardware.spec import GPUSet
+from servefit.model.cache import weights
+from servefit.model.spec import ModelSpec
+
+ENGINE = "sglang"
+
+# lever name (explain / fit) -> the ServerArgs attribute it sets, by its canonical name; a
+# release that renamed an attribute says so in its `renames`.
+LEVERS: dict[str, str] = {
+    "mem_fraction_static": "mem_fraction_static",
+    "max_running_requests": "max_running_requests",
+    "mamba_full_memory_ratio": "mamba_full_memory_ratio",
+    "max_mamba_cache_size": "max_mamba_cache_size",
+    "mamba_ssm_dtype": "mamba_ssm_dtype",
+    "speculative_num_steps": "speculative_num_steps",
+    "speculative_num_draft_tokens": "speculative_num_draft_tokens",
+    "speculative_algorithm": "speculative_algorithm",
+    "context_length": "context_length",
+    "kv_cache_dtype": "kv_cache_dtype",
+    "chunked_prefill_size": "chunked_prefill_size",
+    "cuda_graph_max_bs": "cuda_graph_max_bs",
+    "disable_radix_cache": "disable_radix_cache",
+    "mamba_scheduler_strategy": "mamba_scheduler_strategy",
+    "parallelism": "tp_size",
+}
+
+
+def declare(
+    version: str,
+    *,
+    resolve_args: ResolveArgs,
+    size_pools: SizePools,
+    log_format: frozenset[LogFeature],
+    renames: Mapping[str, str] | None = None,
+) -> Profile:
+    """The Profile of SGLang `version`, whose package provides its resolution and sizing."""
+    renamed = dict(renames or {})
+    flags = load_flags(version)
+    archs = read_architectures(__package__, version)
+    return Profile(
+        engine=ENGINE,
+        version=version,
+        flags=flags,
+        architectures=archs,
+        levers={name: renamed.get(dest, dest) for name, dest in LEVERS.items()},
+        log_format=log_format,
+        parse_argv=partial(parse_argv, flags),
+        parallel_sizes=parallel_sizes,
+        check_model=partial(check_model, version, archs),
+        resolve_args=resolve_args,
+        memory_inputs=memory_inputs,
+        size_pools=size_pools,
+        renames=renamed,
+    )
+
+
+def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
+    """TP / PP / DP / EP from ServerArgs attributes. With DP attention the DP ranks share the
+    TP ranks: the world is TP x PP, and one attention layer's heads split over TP / DP."""
+    tp, pp, dp, ep = (
+        int(1 if args.get(k) is None else args[k])
+        for k in ("tp_size", "pp_size", "dp_size", "ep_size")
+    )
+    for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
+        if val <= 0:
+            raise ArgumentError(f"--{name} must be a positive integer, got {val}")
+    _check_ranges(args)
+    dp_attention = bool(args.get("enable_dp_attention"))
+    return ParallelSizes(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+        world=tp * pp * (1 if dp_attention else dp),
+        attn_tp=tp // dp if dp_attention else tp,
+    )
+
+
+# (dest, flag, lowest allowed, highest allowed): values the engine would accept but that make no
+# physical sense, or that it would reject later with a traceback.
+_RANGES = (
+    ("mem_fraction_static", "--mem-fraction-static", 1e-9, 1.0),
+    ("max_running_requests", "--max-running-requests", 1, None),
+    ("max_total_tokens", "--max-total-tokens", 1, None),
+    ("context_length", "--context-length", 1, None),
+    ("page_size", "--page-size", 1, None),
+    ("max_mamba_cache_size", "--max-mamba-cache-size", 1, None),
+    ("mamba_full_memory_ratio", "--mamba-full-memory-ratio", 1e-9, None),
+    ("speculative_num_steps", "--speculative-num-steps", 1, None),
+    ("speculative_eagle_topk", "--speculative-eagle-topk", 1, None),
+    ("speculative_num_draft_tokens", "--speculative-num-draft-tokens", 1, None),
+    ("cuda_graph_max_bs", "--cuda-graph-max-bs", 1, None),
+    ("max_prefill_tokens", "--max-prefill-tokens", 1, None),
+)
+
+
+def _check_ranges(args: dict[str, Any]) -> None:
+    for dest, flag, lo, hi in _RANGES:
+        val = args.get(dest)
+        if val is None or isinstance(val, bool) or not isinstance(val, (int, float)):
+            continue
+        if val != val or val < lo or (hi is not None and val > hi):
+            bound = f"in (0, {hi}]" if hi is not None else f">= {lo}" if lo >= 1 else "> 0"
+            raise ArgumentError(f"{flag} must be {bound}, got {val}")
+    cps = args.get("chunked_prefill_size")
+    if isinstance(cps, int) and not isinstance(cps, bool) and cps == 0:
+        raise ArgumentError(
+            "--chunked-prefill-size must be positive, or -1 to disable chunked prefill"
+        )
+
+
+def check_model(
+    version: str, architectures: frozenset[str], model: ModelSpec, sizes: ParallelSizes
+) -> None:
+    """What SGLang `version` refuses before it profiles memory (EngineRejection)."""
+    check_architecture(version, architectures, model)
+    check_heads_divisible(model, sizes.attn_tp)
+
+
+def check_architecture(version: str, architectures: frozenset[str], model: ModelSpec) -> None:
+    """sglang/srt/model_loader/utils.py:get_model_architecture: an architecture no module of
+    sglang/srt/models/ registers (EntryClass) is not served natively; SGLang then tries its
+    Transformers backend (resolve_transformers_arch), which servefit does not plan."""
+    archs = list(model.raw_config.get("architectures") or [model.architecture])
+    if any(a in architectures for a in archs):
+        return
+    raise EngineRejection(
+        f"SGLang {version} does not register {', '.join(archs)} (no sglang/srt/models/ module "
+        "declares it as its EntryClass): the engine would fall back to its Transformers "
+        "backend, which servefit does not plan"
+    )
+
+
+def memory_inputs(
+    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], measured: Measured
+) -> MemoryInputs:
+    """Pre-load free memory and weights per rank: measured (calibrated) or modelled."""
+    tp, pp = int(v.get("tp_size") or 1), int(v.get("pp_size") or 1)
+    ep = int(v.get("ep_size") or 1)
+    w = weights(model, tp, pp, ep)
+    spec = v.get("speculative_algorithm") in ("EAGLE", "EAGLE3", "STANDALONE")
+    draft = w.draft_gib if spec and not v.get("speculative_draft_model_path") else 0.0
+    total = gpus.gpu.memory_mib / 1024
+    if measured.free_before_gib is not None:
+        pre = measured.free_before_gib
+    elif gpus.free_gib_override is not None:
+        pre = gpus.free_gib_override
+    else:
+        pre = pre_load_free_gib(gpus.gpu, world_size=tp * pp, tp=tp, engine=ENGINE)
+    if pre > total + 1e-6:
+        raise HardwareError(
+            f"free memory before weights ({pre:.2f} GiB) exceeds the GPU's {total:.2f} GiB"
+        )
+    return MemoryInputs(
+        total_gib=total,
+        pre_load_free_gib=pre,
+        weights_gib=measured.weights_gib if measured.weights_gib is not None else w.target_gib,
+        draft_weights_gib=draft,
+        calibrated=measured.calibrated,
+    )
