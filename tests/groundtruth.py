@@ -1,5 +1,5 @@
-"""shared/ground-truth, beside the checkout: real engine logs and cases.jsonl, whose `observed`
-log lines hold the expected values of the ground-truth tests."""
+"""tests/data/ground-truth: real engine logs and cases.jsonl, whose `observed` log lines hold
+the expected values of the ground-truth tests (sources in tests/data/PROVENANCE.md)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import json
 import re
 from pathlib import Path
 
-GT = Path(__file__).resolve().parents[2] / "shared" / "ground-truth"
-# case id -> case; empty where shared/ is not beside the checkout
-CASES: dict[str, dict] = (
-    {c["id"]: c for c in map(json.loads, (GT / "cases.jsonl").read_text().splitlines())}
-    if GT.exists()
-    else {}
-)
+DATA = Path(__file__).resolve().parent / "data"
+GT = DATA / "ground-truth"
+# case id -> case
+CASES: dict[str, dict] = {
+    c["id"]: c
+    for c in map(json.loads, (GT / "cases.jsonl").read_text(encoding="utf-8").splitlines())
+}
 
 
 def observed(case_id: str, pattern: str) -> re.Match:

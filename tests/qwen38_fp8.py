@@ -1,5 +1,5 @@
 """Qwen3.8-27B-FP8, the checkpoint of the H100 / MI355X ground-truth logs, whose config.json is
-not in shared/model-configs.
+not in the bundled catalog.
 
 It is the Qwen3_5ForConditionalGeneration architecture (case notes), so the tests take the
 Qwen3.5-27B config and ASSUME the quantization_config of Qwen's official block-FP8 releases.

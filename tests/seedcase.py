@@ -1,4 +1,4 @@
-"""The user's case (shared/seeds): Qwen3.6-27B on 2x RTX A6000, MTP (NEXTN steps 3, topk 1,
+"""The user's case (the seed of README.md): Qwen3.6-27B on 2x RTX A6000, MTP (NEXTN steps 3, topk 1,
 4 draft tokens), 32K context, SGLang 0.5.9; and the hand-tuned flags that made it start."""
 
 from __future__ import annotations

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from pathlib import Path
+import re
 
 import pytest
 
 from servefit import catalog
 from servefit.model.config import read_json
+from tests.groundtruth import DATA
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "model-configs"
+# file -> (git blob id, size) of the source each catalog copy was taken from
+SOURCE_BLOBS = {
+    f: (blob, int(size))
+    for blob, size, f in (
+        line.split()
+        for line in (DATA / "catalog" / "source-blobs.txt").read_text().splitlines()
+        if not line.startswith("#")
+    )
+}
+
+
+def git_blob(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def test_index_lists_every_data_file_once():
@@ -40,16 +54,30 @@ def test_qwen36_27b_is_the_nvfp4_architecture_without_quantization():
     assert "quantization_config removed" in entry.provenance
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared/model-configs not beside the checkout")
-def test_copies_are_byte_identical_to_shared():
+def test_copies_are_byte_identical_to_their_sources():
     for e in catalog._index():
-        if e.kind == "defaults":
-            src = SHARED / "transformers-defaults" / e.file
-        elif e.id == "Qwen/Qwen3.6-27B":
+        if e.id == "Qwen/Qwen3.6-27B":
             continue
+        data = e.path.read_bytes()
+        assert (git_blob(data), len(data)) == SOURCE_BLOBS[e.file], e.file
+
+
+def test_source_blobs_are_the_ones_sources_md_names():
+    """SOURCES.md names the public repository's git blob (or the byte count) of every real copy;
+    the recorded source is that blob."""
+    rows = (catalog.DATA / "SOURCES.md").read_text(encoding="utf-8").splitlines()
+    named = set()
+    for file, (blob, size) in SOURCE_BLOBS.items():
+        row = next((r for r in rows if r.startswith(f"| {file} |")), "")
+        m = re.search(r"\bblob ([0-9a-f]{8})\b|\((\d+) bytes\)", row)
+        if m is None:
+            continue
+        named.add(file)
+        if m[2]:
+            assert size == int(m[2]), file
         else:
-            src = SHARED / e.file
-        assert e.path.read_bytes() == src.read_bytes(), e.file
+            assert blob.startswith(m[1]), file
+    assert named == {e.file for e in catalog._index() if e.kind == "real"}
 
 
 @pytest.mark.parametrize(

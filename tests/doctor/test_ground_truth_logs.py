@@ -1,4 +1,4 @@
-"""Every log in shared/ground-truth, parsed: the facts equal the numbers of that case's `observed` lines.
+"""Every log in tests/data/ground-truth, parsed: the facts equal the numbers of that case's `observed` lines.
 
 Expected values are copied from the `observed` strings of cases.jsonl (the test also checks that
 each copied string is really in them). A ground-truth file is an excerpt: several cases share one
@@ -506,11 +506,6 @@ def _get(obj, path: str):
             else getattr(obj, part)
         )
     return obj
-
-
-pytestmark = pytest.mark.skipif(
-    not GT.exists(), reason="shared/ground-truth is not beside the checkout"
-)
 
 
 def test_every_ground_truth_case_is_covered():

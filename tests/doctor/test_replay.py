@@ -1,4 +1,4 @@
-"""Replay on a real log (shared/ground-truth H100 case) and the >1 % gap flag."""
+"""Replay on a real log (tests/data/ground-truth H100 case) and the >1 % gap flag."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 
 from servefit.doctor.diagnose import diagnose
 from servefit.doctor.launches import read_log
+from tests.groundtruth import GT
 from tests.qwen38_fp8 import qwen38_fp8_spec
 
-GT = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
 H100 = GT / "sgl_qwen38_27b_fp8_1xh100_v0518.txt"
 
 
@@ -22,7 +22,6 @@ def model():
 CMD = "python -m sglang.launch_server --model-path Qwen/Qwen3.8-27B-FP8 --mem-fraction-static 0.85 --max-running-requests 32"
 
 
-@pytest.mark.skipif(not H100.exists(), reason="shared/ground-truth is not beside the checkout")
 def test_h100_log_replays_within_one_percent(model):
     r = diagnose(read_log(H100), model=model, gpu="H100", command=CMD)
     checks = {c.name: c for c in r.replay.checks}

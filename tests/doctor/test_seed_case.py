@@ -1,4 +1,4 @@
-"""The seed case (shared/seeds): Qwen3.6-27B, 2x RTX A6000, SGLang 0.5.9, MTP.
+"""The seed case (README.md): Qwen3.6-27B, 2x RTX A6000, SGLang 0.5.9, MTP.
 
 Fixtures in tests/doctor/logs/ (how they were assembled: build_seed_logs.py): the 0.85 launch that
 dies with "Not enough memory", and the 0.88 / 16 / 0.5 launch that starts, accepts every draft

@@ -1,4 +1,4 @@
-"""explain on a real vLLM 0.24.0 launch: shared/ground-truth case
+"""explain on a real vLLM 0.24.0 launch: tests/data/ground-truth case
 vllm_qwen36_35b_a3b_nvfp4_1x5090_club612 (Qwen3.6-35B-A3B NVFP4 on one RTX 5090, the launch's
 non-default args as in tests/plan/test_ground_truth_vllm.py).
 

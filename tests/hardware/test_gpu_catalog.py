@@ -20,14 +20,14 @@ from servefit.hardware.catalog import (
     normalize,
     with_memory_mib,
 )
+from tests.groundtruth import DATA, GT
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
 
-# nvidia-smi memory.total (MiB) given in the brief / seen in shared/ (see docs/gpus.md).
+# nvidia-smi memory.total (MiB) given in the brief / seen in tests/data/ (see docs/gpus.md).
 MEMORY_MIB = {
     "rtx-a6000": 49140,
-    "h100-sxm": 81559,  # shared/reference/sglang-memory.md §1.1
+    "h100-sxm": 81559,  # tests/data/reference/sglang-memory.md §1.1
     "h200": 143771,  # sglang-memory.md §1.1 and §7
     "rtx-4090": 24564,  # sglang-memory.md §7
     "rtx-5090": 32607,  # ground-truth vllm_qwen36_35b_a3b_nvfp4_1x5090_club612 (nvidia-smi)
@@ -68,16 +68,14 @@ def test_memory_is_nvidia_smi_total(key, mib):
 
 def test_memory_sources_are_where_they_say():
     """'log:<case>' figures are printed in that log; 'ref:<file>' ones in that reference file."""
-    if not SHARED.is_dir():
-        pytest.skip("shared/ not beside the checkout")
     for e in entries():
         src = e.memory_from
         if src.startswith("log:"):
-            text = (SHARED / "ground-truth" / f"{src[4:]}.txt").read_text(encoding="utf-8")
+            text = (GT / f"{src[4:]}.txt").read_text(encoding="utf-8")
             assert f"{e.spec.memory_mib}MiB" in text, e.spec.key
         elif src.startswith("ref:"):
             name = src[4:].split()[0]
-            text = (SHARED / "reference" / name).read_text(encoding="utf-8")
+            text = (DATA / "reference" / name).read_text(encoding="utf-8")
             assert str(e.spec.memory_mib) in text, e.spec.key
 
 

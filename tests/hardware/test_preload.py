@@ -6,8 +6,6 @@ Logged values are SGLang "GB" (= GiB), rounded to 2 decimals. Where a case only 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from servefit.errors import ArgumentError, EngineVersionError, HardwareError
@@ -20,8 +18,7 @@ from servefit.hardware.preload import (
     pre_load_free_gib_for,
 )
 from servefit.hardware.spec import GPUSet
-
-GT = Path(__file__).resolve().parents[3] / "shared" / "ground-truth"
+from tests.groundtruth import GT
 
 FIT_TOL_GIB = 0.05  # the fitted points (residuals <= 0.02 GiB, docs/gpus.md)
 SANITY_TOL_GIB = 0.3  # cases not used for fitting (boot-to-boot spread, README "Tolerance")
@@ -81,18 +78,16 @@ SANITY = [
     "case, lines, gpu, world, tp, engine, logged", FITTED, ids=[c[0] for c in FITTED]
 )
 def test_fitted_logs(case, lines, gpu, world, tp, engine, logged):
-    if GT.is_dir():
-        text = (GT / f"{case}.txt").read_text(encoding="utf-8")
-        for line in lines:
-            assert line in text
+    text = (GT / f"{case}.txt").read_text(encoding="utf-8")
+    for line in lines:
+        assert line in text
     got = pre_load_free_gib(get_gpu(gpu), world_size=world, tp=tp, engine=engine)
     assert got == pytest.approx(logged, abs=FIT_TOL_GIB)
 
 
 @pytest.mark.parametrize("case, line, logged", SANITY, ids=[c[0] for c in SANITY])
 def test_16gb_class_sanity(case, line, logged):
-    if GT.is_dir():
-        assert line in (GT / f"{case}.txt").read_text(encoding="utf-8")
+    assert line in (GT / f"{case}.txt").read_text(encoding="utf-8")
     gpu = generic_gpu("16 GB-class NVIDIA card", 16380)
     assert pre_load_free_gib(gpu, world_size=1, tp=1) == pytest.approx(logged, abs=SANITY_TOL_GIB)
 

@@ -1,21 +1,14 @@
-"""Live progress from real engine logs (shared/ground-truth): the stage reached and each number
+"""Live progress from real engine logs (tests/data/ground-truth): the stage reached and each number
 must equal what the log line prints (the lines are quoted in the comments)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from servefit.launch.events import LogProgress, split_lines
-
-GROUND_TRUTH = Path(__file__).resolve().parents[3] / "shared" / "ground-truth"
+from tests.groundtruth import GT
 
 
 def read(name: str, engine: str) -> LogProgress:
-    path = GROUND_TRUTH / name
-    if not path.is_file():
-        pytest.skip(f"shared ground truth not found: {path}")
+    path = GT / name
     progress = LogProgress(engine)
     for line in path.read_text(encoding="utf-8").splitlines():
         progress.feed(line)

@@ -1,6 +1,6 @@
 """Every bundled config builds a ModelSpec with the layer counts stated in SOURCES.md.
 
-Expected counts are the "status / notes" column of /work/shared/model-configs/SOURCES.md
+Expected counts are the "status / notes" column of src/servefit/catalog/data/SOURCES.md
 (copied to src/servefit/catalog/data/SOURCES.md); FFN counts follow from the configs' MoE rules
 (quoted per row).
 """

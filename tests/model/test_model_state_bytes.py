@@ -1,6 +1,6 @@
 """Recurrent-state bytes per request and KV bytes per token from parsed configs.
 
-Reference: /work/shared/reference/sglang-memory.md §3.6 (conv state bf16, SSM state fp32).
+Reference: tests/data/reference/sglang-memory.md §3.6 (conv state bf16, SSM state fp32).
 """
 
 from __future__ import annotations

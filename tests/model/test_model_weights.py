@@ -2,7 +2,7 @@
 
 Engines print GiB: SGLang "mem usage=X GB" (GB means GiB, ground-truth README "Units"), vLLM
 "Model loading took X GiB" / V0 "Loading model weights took X GB" (bytes / 2**30). Accuracy
-target 1.5%. Each case names its ground-truth id and the line of /work/shared/ground-truth/<id>.txt.
+target 1.5%. Each case names its ground-truth id and the line of tests/data/ground-truth/<id>.txt.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ TOL = 0.015
 
 
 def _spec(file: str, quant: dict | None = None, drop_quant: bool = False):
-    cfg = copy.deepcopy(read_json(catalog.DATA / file))  # bundled copies of shared/model-configs
+    cfg = copy.deepcopy(read_json(catalog.DATA / file))  # the bundled catalog
     if drop_quant:
         cfg.pop("quantization_config", None)
     if quant is not None:

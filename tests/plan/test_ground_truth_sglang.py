@@ -1,9 +1,9 @@
-"""Accuracy of the whole planner on the SGLang ground-truth logs (shared/ground-truth).
+"""Accuracy of the whole planner on the SGLang ground-truth logs (tests/data/ground-truth).
 
 Each expected number is parsed from the case's own `observed` log lines in cases.jsonl; the
 inputs are the case's GPU, flags and engine version. Cases not used, and why:
   sgl_granite40_h_micro_bench1batch_16gb_pr18040, sgl_lfm2_700m_bench1batch_16gb_blazingbhavneek:
-      no config.json for these checkpoints in shared/model-configs (and bench_one_batch, unnamed GPU);
+      no config.json for these checkpoints in the bundled catalog (and bench_one_batch, unnamed GPU);
   sgl_qwen35_35b_a3b_int4_dflash_1xgb10_extra_buffer: grade C, pool sizes are the author's prose,
       the DFlash draft and its flags are not given.
 """

@@ -1,4 +1,4 @@
-"""Accuracy of the vLLM profiles on the vLLM ground-truth logs (shared/ground-truth).
+"""Accuracy of the vLLM profiles on the vLLM ground-truth logs (tests/data/ground-truth).
 
 Each expected number is parsed from the case's own `observed` log lines in cases.jsonl; the
 inputs are the case's GPU, flags and engine version (an unmirrored version runs on the nearest
@@ -15,7 +15,7 @@ modelled-weights variants, and the Qwen3.5-0.8B case (test_fitted_model_transfer
 Cases not used, and why:
   vllm_qwen3_235b_fp8_4xh100_v21348, vllm_qwen3coder480b_fp8_8xh20_dp8ep_util{090,095}_recipes12,
   vllm_qwen3coder30b_fp8_pp2_5070ti_5090d_v34076: no config.json for these checkpoints in
-      shared/model-configs (the recipes12 pair fixes the HBM CUDA-total constant instead,
+      the bundled catalog (the recipes12 pair fixes the HBM CUDA-total constant instead,
       servefit/engines/vllm/device.py);
   vllm_v0_llama31_8b_1x3090_maxlen{20k,29k_fail}_v10517, vllm_v0_r1_distill_qwen14b_2x4090_v13061:
       the legacy V0 engine ("Memory profiling results", "# GPU blocks"), not mirrored (the 20k
@@ -124,7 +124,7 @@ NEXT = "vllm_qwen3next_80b_instruct_2xh200_tp2_v0102"
 def _next80(calibrated: bool):
     # The Instruct and Thinking checkpoints share every config field that sizes memory; the
     # bundled config is the Thinking one. Flags: TP2 only. 0.10.2's own defaults that 0.24.0
-    # changed are passed explicitly (shared/reference/vllm-memory.md §5): utilization 0.9, no
+    # changed are passed explicitly (tests/data/reference/vllm-memory.md §5): utilization 0.9, no
     # CUDA-graph estimate; prefix caching is off for hybrids in both.
     kw = {"measured_weights_gib": float(observed(NEXT, LOADED)["w"])} if calibrated else {}
     return plan(

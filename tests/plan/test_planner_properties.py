@@ -79,7 +79,7 @@ def test_planner_raises_only_servefit_errors(model, gpu, engine, args, gpu_mem):
 
 def test_quantized_name_without_quant_config_is_warned():
     """The bundled Nemotron-3-Super-120B-A12B-FP8 config has no quantization_config
-    (shared/model-configs/SOURCES.md: the FP8 details live in a separate file)."""
+    (src/servefit/catalog/data/SOURCES.md: the FP8 details live in a separate file)."""
     spec = load_model("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
     p = plan(PlanRequest(model=spec, gpu="H100", engine="sglang==0.5.9", args={"tp_size": 2}))
     assert any("no quantization_config" in w for w in p.warnings)

@@ -12,7 +12,7 @@ What is real and what is assumed:
     per rank) are assumed values for an RTX A6000 pair; no real log of the seed was kept;
   * the pool lines of the 0.88 launch are what servefit's 0.5.9 profile computes from those
     measurements, so a replay of that fixture matches it by construction (the accuracy of the
-    replay is checked on shared/ground-truth, not here);
+    replay is checked on tests/data/ground-truth, not here);
   * the serving part follows the seed's account: one request, MTP accepting every draft token
     (accept len 4.00 of 4, rate 1.00, ~62 tok/s), and the log ending without a word.
 """

@@ -3,21 +3,18 @@ config parser. Every number is from the config file or log named next to it."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
+from servefit import catalog
 from servefit.hardware.spec import GPUSet, GPUSpec
+from servefit.model.config import read_json
 from servefit.model.layers import DenseMLP, FullAttention, GatedDeltaNet, Layer
 from servefit.model.spec import ModelSpec
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-
 
 def qwen36_27b() -> ModelSpec:
-    """Qwen3.6-27B architecture from shared/model-configs/nvidia__Qwen3.6-27B-NVFP4.json:
+    """Qwen3.6-27B architecture from the bundled nvidia__Qwen3.6-27B-NVFP4.json:
     64 layers, every 4th full attention (q 24 / kv 4 heads, head_dim 256), GDN k16/v48 heads of
     dim 128, conv kernel 4, mamba_ssm_dtype float32, vision depth 27 / hidden 1152."""
-    cfg = json.loads((SHARED / "model-configs" / "nvidia__Qwen3.6-27B-NVFP4.json").read_text())
+    cfg = read_json(catalog.DATA / "nvidia__Qwen3.6-27B-NVFP4.json")
     layers = []
     for i in range(64):
         if (i + 1) % 4 == 0:

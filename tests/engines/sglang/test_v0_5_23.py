@@ -10,16 +10,16 @@ mem_cache/memory_pool.py:MambaPool. docs/engines/sglang-0.5.23.md has the rules.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from servefit import catalog
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import v0_5_23 as prof
 from servefit.hardware.spec import GPUSet, GPUSpec
+from servefit.model.config import read_json
 from servefit.model.layers import DenseMLP, FullAttention, GatedDeltaNet, Layer
 from servefit.model.spec import ModelSpec, QuantSpec
-from tests.engines.sglang.handbuilt import SHARED, dense
+from tests.engines.sglang.handbuilt import dense
 
 GiB = 2**30
 H100, H200, B200, RTX4090, A100_40 = 81559, 143771, 183359, 24564, 40960
@@ -29,9 +29,9 @@ VLM = 0.95 * (
 
 
 def qwen35_27b(fp8: bool = False) -> ModelSpec:
-    """Qwen3.5-27B from shared/model-configs/Qwen__Qwen3.5-27B.json: 64 layers, every 4th full
+    """Qwen3.5-27B from the bundled Qwen__Qwen3.5-27B.json: 64 layers, every 4th full
     attention (q 24 / kv 4, head_dim 256), GDN k16/v48 heads of dim 128, conv 4, ssm float32."""
-    cfg = json.loads((SHARED / "model-configs" / "Qwen__Qwen3.5-27B.json").read_text())
+    cfg = read_json(catalog.DATA / "Qwen__Qwen3.5-27B.json")
     t = cfg["text_config"]
     layers = []
     for i in range(t["num_hidden_layers"]):

@@ -10,7 +10,7 @@ mem_cache/swa_memory_pool.py:SWAKVPool + memory_pool.py:_finalize_allocation_log
 "SWA KV Cache is allocated" lines), load_model_utils.py:resolve_sliding_window_size and
 models/gpt_oss.py (window = sliding_window - 1 = 127).
 
-gpt-oss (shared/model-configs/openai__gpt-oss-{20b,120b}.json): 8 KV heads of head_dim 64,
+gpt-oss (the bundled openai__gpt-oss-{20b,120b}.json): 8 KV heads of head_dim 64,
 bf16 KV, alternating sliding/full layers (20b: 12 + 12, 120b: 18 + 18). One layer per token:
 8 x (64 + 64) x 2 B = 2,048 B at attention TP 1, 1,024 B at TP 2.
 

@@ -1,6 +1,6 @@
 """vLLM 0.24.0 profile against hand arithmetic on its released rules.
 
-The worked examples are shared/reference/vllm-memory.md §6 (Qwen3-Next-80B-A3B, bf16: 12 full
+The worked examples are tests/data/reference/vllm-memory.md §6 (Qwen3-Next-80B-A3B, bf16: 12 full
 attention layers with 2 KV heads of dim 256, 36 GDN layers with 16 key / 32 value heads of dim
 128, conv kernel 4); with --kv-cache-memory-bytes the engine skips profiling, so the block
 arithmetic is checked without the fitted memory model."""

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0 profile against hand arithmetic on its released rules (shared/reference/
+"""vLLM 0.33.0 profile against hand arithmetic on its released rules (tests/data/reference/
 vllm-memory.md §2.4, §3.2, §6; Qwen3-Next-80B-A3B bf16 shapes as in test_v0_24_0.py)."""
 
 from __future__ import annotations
