@@ -99,18 +99,22 @@ def test_find_unknown():
 
 
 def test_list_entries_summaries():
-    entries = {e.id: e for e in catalog.list_entries()}
-    assert not any(e.kind == "defaults" for e in entries.values())  # hidden unless asked for
+    from servefit.report.catalogs import summaries
+
+    assert not any(e.kind == "defaults" for e in catalog.entries())  # hidden unless asked for
+    entries = {e.id: e for e in summaries()}
     q = entries["Qwen/Qwen3.5-27B"]
     assert q.architecture == "Qwen3_5ForConditionalGeneration"
     assert q.layers == {"gated_deltanet": 48, "mlp": 64, "full_attention": 16}
     assert q.params_b == pytest.approx(27.78, abs=0.01)
-    assert "27.8B params" in q.summary and not q.error
+    assert "27.8B params" in q.text and not q.error
     assert all(not e.error for e in entries.values())
 
 
 def test_defaults_listed_on_request():
-    entries = catalog.list_entries(kinds=("defaults",))
+    from servefit.report.catalogs import summaries
+
+    entries = summaries(kinds=("defaults",))
     assert {e.kind for e in entries} == {"defaults"}
     broken = {e.id for e in entries if e.error}
     assert broken == {"transformers-defaults/lfm2_moe"}  # no layer_types in the defaults

@@ -121,10 +121,12 @@ def test_every_tensor_has_a_known_part_and_positive_size():
             assert t.shard in ("col", "row", "rep", "vocab", "kv", "groups"), t
 
 
-def test_count_params_accepts_a_config_dict():
+def test_count_params_of_a_config_dict():
     from servefit import catalog
     from servefit.model.config import read_json
+    from servefit.model.inventory import build_model_spec
     from servefit.model.params import count_params
 
     cfg = read_json(catalog.find("Qwen/Qwen3-8B"))
-    assert count_params(cfg) == load_model("Qwen/Qwen3-8B").params
+    spec = build_model_spec(cfg, name="", source="")
+    assert count_params(spec) == spec.params == load_model("Qwen/Qwen3-8B").params

@@ -4,15 +4,18 @@
 * "real": an official config.json copied byte for byte (see data/SOURCES.md);
 * "derived": a real architecture re-serialized or edited (each says how);
 * "defaults": transformers 5.24.0 library defaults, NOT a real model; listed only on request.
+
+Data only: what the configs describe (architecture, layers, parameters) is read by
+servefit.model and summarised by report/catalogs.py.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from servefit.errors import ConfigError, ServefitError
+from servefit.errors import ConfigError
 
 DATA = Path(__file__).parent / "data"
 KINDS = ("real", "derived", "defaults")
@@ -24,22 +27,10 @@ class CatalogEntry:
     file: str
     kind: str
     provenance: str
-    # summary, filled by list_entries()
-    architecture: str = ""
-    layers: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
-    params_b: float = 0.0
-    error: str = ""  # why the summary could not be built (should stay empty for bundled files)
 
     @property
     def path(self) -> Path:
         return DATA / self.file
-
-    @property
-    def summary(self) -> str:
-        if self.error:
-            return f"{self.id}: {self.error}"
-        kinds = ", ".join(f"{n} {k}" for k, n in self.layers.items())
-        return f"{self.architecture}, {self.params_b:.1f}B params, layers: {kinds}"
 
 
 def _index() -> list[CatalogEntry]:
@@ -76,29 +67,6 @@ def find(ref: str) -> Path | None:
     return entry.path if entry is not None else None
 
 
-def list_entries(kinds: tuple[str, ...] = ("real", "derived")) -> list[CatalogEntry]:
-    """Bundled configs with a summary (architecture, layers by kind, parameters in billions)."""
-    from servefit.model.config import read_json
-    from servefit.model.inventory import build_model_spec
-
-    out = []
-    for e in _index():
-        if e.kind not in kinds:
-            continue
-        try:
-            spec = build_model_spec(read_json(e.path), name=e.id, source=f"catalog:{e.id}")
-        except ServefitError as exc:
-            out.append(CatalogEntry(e.id, e.file, e.kind, e.provenance, error=str(exc)))
-            continue
-        out.append(
-            CatalogEntry(
-                e.id,
-                e.file,
-                e.kind,
-                e.provenance,
-                spec.architecture,
-                spec.kind_counts(),
-                round(spec.params.total / 1e9, 2),
-            )
-        )
-    return out
+def entries(kinds: tuple[str, ...] = ("real", "derived")) -> list[CatalogEntry]:
+    """The bundled configs of these kinds, in index order."""
+    return [e for e in _index() if e.kind in kinds]

@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from servefit.doctor.argdump import parse_dict_repr, parse_server_args
+from servefit.doctor.argdump import args_from_command, parse_dict_repr, parse_server_args
 from servefit.doctor.facts import (
     AutoChange,
     EngineFacts,
@@ -227,8 +227,6 @@ class LaunchAcc:
         if self.engine is None:
             self.engine = "vllm" if "vllm" in ev["text"] else "sglang"
         if not self.args:
-            from servefit.doctor.launches import args_from_command
-
             args = args_from_command(ev["text"])
             if args:
                 self.args, self.args_source = args, "launch command in log"

@@ -4,6 +4,7 @@
   ServerArgs.__post_init__, i.e. the *resolved* values (sglang/srt/entrypoints/engine.py).
 * vLLM: `non-default args: {'model': '...', 'tensor_parallel_size': 2}` — a dict repr of what the
   user set (vllm/entrypoints/common/startup.py).
+* The launch command itself, when the log (or --command) carries it: `args_from_command`.
 
 Both are Python reprs. A repr can be cut (log excerpts, the 64 KiB line limit) or hold values
 that are not literals (`<Enum: 1>`, `{...}`), so fields are split at top-level commas and each
@@ -13,7 +14,13 @@ value is read with `ast.literal_eval`, falling back to the raw text; a cut field
 from __future__ import annotations
 
 import ast
+import json
+import re
 from typing import Any
+
+from servefit.engines import registry
+from servefit.engines.command import parse_launch_command
+from servefit.errors import ServefitError
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
@@ -104,3 +111,79 @@ def parse_dict_repr(body: str) -> dict[str, Any]:
         if isinstance(k, str):
             out[k] = _value(val)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A launch command
+# ---------------------------------------------------------------------------------------------
+
+# vLLM flag aliases to the names printed in `non-default args`
+_VLLM_ALIASES = {
+    "tp": "tensor_parallel_size",
+    "pp": "pipeline_parallel_size",
+    "dp": "data_parallel_size",
+    "tensor_parallel": "tensor_parallel_size",
+}
+
+
+def args_from_command(text: str) -> dict[str, Any]:
+    """Engine args of a launch command (engine dest names); {} if it is not one."""
+    try:
+        cmd = parse_launch_command(text)
+    except ServefitError:
+        return {}
+    if cmd.engine == "sglang":
+        # SGLang does not print its version: the first release (oldest first) whose own flags
+        # read the command without an error
+        values: dict[str, Any] = {}
+        for prof in registry.profiles(cmd.engine):
+            parsed = prof.parse_argv(cmd.argv)
+            if not parsed.errors:
+                return dict(parsed.values)
+            values = values or dict(parsed.values)
+        return values
+    return _generic_args(cmd.argv)
+
+
+def _generic_args(argv: list[str]) -> dict[str, Any]:
+    """`--flag value` / `--flag=value` / `--flag` pairs (vLLM), names as argparse dests."""
+    out: dict[str, Any] = {}
+    i = 0
+    if argv and not argv[0].startswith("-"):
+        out["model"] = argv[0]
+        i = 1
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if not tok.startswith("-"):
+            continue
+        name, eq, val = tok.lstrip("-").partition("=")
+        dest = name.replace("-", "_")
+        dest = _VLLM_ALIASES.get(dest, dest)
+        if not eq:
+            if i < len(argv) and (not argv[i].startswith("-") or re.match(r"^-\d", argv[i])):
+                val = argv[i]
+                i += 1
+            else:
+                out[dest] = True
+                continue
+        out[dest] = _typed(val)
+    return out
+
+
+def _typed(val: str) -> Any:
+    if val.startswith("{"):  # vLLM's JSON flags (--speculative-config '{"method": ...}')
+        try:
+            return json.loads(val)
+        except ValueError:
+            return val
+    for conv in (int, float):
+        try:
+            return conv(val)
+        except ValueError:
+            pass
+    if val in ("True", "true"):
+        return True
+    if val in ("False", "false"):
+        return False
+    return val

@@ -14,23 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from servefit.doctor import findings as F
-from servefit.doctor.facts import ErrorFact, LaunchFacts, LogFacts
+from servefit.doctor.facts import LaunchFacts, LogFacts
 from servefit.doctor.launches import arg_differences, command_args, parse_since, pick, staleness
 from servefit.doctor.schema import DoctorReport, Finding, Fix, LaunchSummary, RootCause
 
+
 # Which error explains a failure best when several were printed (lower wins).
-_PRIORITY = {
-    "startup_memory": 0,
-    "cuda_oom": 1,
-    "illegal_memory_access": 2,
-    "nccl": 3,
-    "arg_error": 4,
-    "scheduler_exception": 5,
-    "exception": 6,
-    "engine_dead": 7,
-}
-
-
 def diagnose(
     log: LogFacts,
     *,
@@ -217,14 +206,8 @@ def _command_findings(launch: LaunchFacts, cmd_args: dict[str, Any]) -> list[Fin
     ]
 
 
-def primary_error(launch: LaunchFacts) -> ErrorFact | None:
-    if not launch.errors:
-        return None
-    return min(launch.errors, key=lambda e: (_PRIORITY.get(e.kind, 9), e.at.line))
-
-
 def root_cause(launch: LaunchFacts) -> RootCause | None:
-    err = primary_error(launch)
+    err = launch.primary_error
     if err is None:
         if launch.exit is not None:
             return F.exit_cause(launch)
@@ -232,4 +215,4 @@ def root_cause(launch: LaunchFacts) -> RootCause | None:
     return F.error_cause(launch, err)
 
 
-__all__ = ["diagnose", "root_cause", "primary_error", "Fix"]
+__all__ = ["diagnose", "root_cause", "Fix"]

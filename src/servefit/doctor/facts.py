@@ -142,6 +142,20 @@ class GraphFacts(_Frozen):
     seconds: float | None = None
 
 
+# Which error explains a failed launch when it printed several: memory first, then the
+# collective and argument errors, the generic exception and the dead-engine notice last.
+ERROR_PRIORITY = {
+    "startup_memory": 0,
+    "cuda_oom": 1,
+    "illegal_memory_access": 2,
+    "nccl": 3,
+    "arg_error": 4,
+    "scheduler_exception": 5,
+    "exception": 6,
+    "engine_dead": 7,
+}
+
+
 class LaunchFacts(_Frozen):
     index: int  # 1-based position among the launches in the file
     first_line: int
@@ -170,6 +184,13 @@ class LaunchFacts(_Frozen):
     outcome: Literal["ready", "failed", "exited", "incomplete"] = "incomplete"
     phase: str = "none"  # the furthest start-up phase reached
     last_event: str | None = None  # kind of the last recognised line
+
+    @property
+    def primary_error(self) -> ErrorFact | None:
+        """The error that stopped the launch: the most telling kind, the earliest on a tie."""
+        if not self.errors:
+            return None
+        return min(self.errors, key=lambda e: (ERROR_PRIORITY.get(e.kind, 9), e.at.line))
 
 
 class LogFacts(_Frozen):

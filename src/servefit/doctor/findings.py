@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from servefit.doctor.facts import ErrorFact, LaunchFacts, LogFacts
+from servefit.doctor.replay import measured
 from servefit.doctor.schema import Finding, Fix, FixChange, FixOption, Replay, RootCause
 
 GiB = 1 << 30
@@ -75,161 +78,219 @@ _FIXED_CAUSES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def error_cause(launch: LaunchFacts, err: ErrorFact) -> RootCause:
-    from servefit.doctor.replay import measured
+    """The root cause of a launch that stopped on `err`: the handler of its kind."""
+    return _CAUSES.get(err.kind, _exception)(launch, err)
 
+
+CauseOf = Callable[[LaunchFacts, ErrorFact], RootCause]
+
+
+def _startup_memory(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    """Which pool did not fit, as the engine's own message says (`which`)."""
+    if launch.engine.name != "vllm":
+        return _SGLANG_MEMORY.get(err.numbers.get("which"), _sglang_kv_zero)(launch, err)
+    return _VLLM_MEMORY.get(err.numbers.get("which"), _vllm_memory)(launch, err)
+
+
+def _fraction(launch: LaunchFacts, err: ErrorFact) -> object:
+    return err.numbers.get("mem_fraction_static") or launch.args.get("mem_fraction_static")
+
+
+def _sglang_weights(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    _, W = measured(launch)
+    summary = (
+        f"the weights ({_f(W)} GiB per rank) leave no GPU memory for the KV cache under "
+        f"--mem-fraction-static {_fraction(launch, err)}; the engine asks for more than "
+        f"{err.numbers.get('suggested', '?')}"
+    )
+    return RootCause(
+        kind=err.kind,
+        summary=summary,
+        error=err,
+        memory="static pool after weights",
+        consumer="weights",
+        flags=["--mem-fraction-static", "--tp-size", "--quantization"],
+    )
+
+
+def _sglang_mamba_state(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    summary = (
+        "the hybrid (mamba/linear-attention) state cache does not fit: "
+        f"{err.message.split('. Try')[0]}"
+    )
+    return RootCause(
+        kind=err.kind,
+        summary=summary,
+        error=err,
+        memory="mamba state pool",
+        consumer="mamba state pool",
+        flags=[
+            "--max-running-requests",
+            "--mem-fraction-static",
+            "--speculative-num-draft-tokens",
+            "--mamba-full-memory-ratio",
+        ],
+    )
+
+
+def _sglang_kv_zero(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    P, W = measured(launch)
+    f = _fraction(launch, err)
+    parts = [f"SGLang sized the KV cache at zero tokens under --mem-fraction-static {f}"]
+    if P is not None and W is not None and isinstance(f, (int, float)):
+        budget = (P - W) - P * (1 - f)
+        parts.append(
+            f": of {P:.2f} GiB free before the weights, the weights took {W:.2f} GiB and "
+            f"{P * (1 - f):.2f} GiB stays outside the static fraction, so {budget:.2f} GiB was left "
+            "for the state and KV pools, and the state reservations took all of it"
+        )
+    return RootCause(
+        kind=err.kind,
+        summary="".join(parts),
+        error=err,
+        memory="KV cache pool",
+        flags=["--mem-fraction-static", "--max-running-requests", "--context-length"],
+    )
+
+
+def _vllm_max_model_len(launch: LaunchFacts, err: ErrorFact) -> RootCause:
     n = err.numbers
-    sglang = launch.engine.name != "vllm"
-    if err.kind == "startup_memory":
-        which = n.get("which")
-        P, W = measured(launch)
-        if sglang:
-            f = n.get("mem_fraction_static") or launch.args.get("mem_fraction_static")
-            budget = None
-            if P is not None and W is not None and isinstance(f, (int, float)):
-                budget = (P - W) - P * (1 - f)
-            if which == "weights":
-                summary = (
-                    f"the weights ({_f(W)} GiB per rank) leave no GPU memory for the KV cache under "
-                    f"--mem-fraction-static {f}; the engine asks for more than {n.get('suggested', '?')}"
-                )
-                return RootCause(
-                    kind=err.kind,
-                    summary=summary,
-                    error=err,
-                    memory="static pool after weights",
-                    consumer="weights",
-                    flags=["--mem-fraction-static", "--tp-size", "--quantization"],
-                )
-            if which == "mamba_state":
-                summary = (
-                    "the hybrid (mamba/linear-attention) state cache does not fit: "
-                    f"{err.message.split('. Try')[0]}"
-                )
-                return RootCause(
-                    kind=err.kind,
-                    summary=summary,
-                    error=err,
-                    memory="mamba state pool",
-                    consumer="mamba state pool",
-                    flags=[
-                        "--max-running-requests",
-                        "--mem-fraction-static",
-                        "--speculative-num-draft-tokens",
-                        "--mamba-full-memory-ratio",
-                    ],
-                )
-            parts = [f"SGLang sized the KV cache at zero tokens under --mem-fraction-static {f}"]
-            if budget is not None:
-                parts.append(
-                    f": of {P:.2f} GiB free before the weights, the weights took {W:.2f} GiB and "
-                    f"{P * (1 - f):.2f} GiB stays outside the static fraction, so {budget:.2f} GiB was left "
-                    "for the state and KV pools, and the state reservations took all of it"
-                )
-            return RootCause(
-                kind=err.kind,
-                summary="".join(parts),
-                error=err,
-                memory="KV cache pool",
-                flags=["--mem-fraction-static", "--max-running-requests", "--context-length"],
-            )
-        if which == "max_model_len":
-            need, avail = n.get("needed_gib"), n.get("available_gib")
-            est = n.get("estimated_max_len") or n.get("kv_tokens")
-            summary = f"one request of max_model_len {n.get('max_model_len')} tokens does not fit in the KV cache"
-            if need is not None:
-                summary += f": it needs {need} GiB, the memory profile left {avail} GiB per rank"
-            if est:
-                summary += f"; the cache holds about {est:,} tokens"
-            return RootCause(
-                kind=err.kind,
-                summary=summary,
-                error=err,
-                memory="KV cache",
-                consumer="kv cache",
-                flags=[
-                    "--max-model-len",
-                    "--gpu-memory-utilization",
-                    "--kv-cache-dtype",
-                    "--tensor-parallel-size",
-                ],
-            )
-        if which == "free_memory":
-            return RootCause(
-                kind=err.kind,
-                error=err,
-                memory="free GPU memory at start",
-                summary=(
-                    f"only {n.get('free_gib')} of {n.get('total_gib')} GiB was free when vLLM "
-                    f"started, less than --gpu-memory-utilization {n.get('util')} asks "
-                    f"({n.get('wanted_gib')} GiB): another process holds GPU memory"
-                ),
-                consumer="other processes on the GPU",
-                flags=["--gpu-memory-utilization"],
-            )
-        if which == "mamba_blocks":
-            return RootCause(
-                kind=err.kind,
-                error=err,
-                memory="mamba state blocks",
-                consumer="mamba state",
-                summary=(
-                    f"max_num_seqs {n.get('max_num_seqs')} needs more mamba state blocks than "
-                    f"the {n.get('blocks')} that fit"
-                ),
-                flags=["--max-num-seqs", "--gpu-memory-utilization"],
-            )
-        return RootCause(
-            kind=err.kind,
-            error=err,
-            memory="KV cache",
-            summary=err.message,
-            flags=["--gpu-memory-utilization"] if not sglang else ["--mem-fraction-static"],
-        )
-    if err.kind == "cuda_oom":
-        where = "while serving" if err.phase == "runtime" else f"during start-up ({launch.phase})"
-        got = (
-            f" trying to allocate {n.get('alloc')} {n.get('unit')}"
-            if n.get("alloc") is not None
-            else ""
-        )
-        free = (
-            f" with {n.get('free')} {n.get('free_unit')} free" if n.get("free") is not None else ""
-        )
-        flags = (
-            [
-                "--mem-fraction-static",
-                "--cuda-graph-max-bs",
-                "--chunked-prefill-size",
-                "--max-running-requests",
-            ]
-            if sglang
-            else [
-                "--gpu-memory-utilization",
-                "--max-num-seqs",
-                "--max-num-batched-tokens",
-                "--enforce-eager",
-            ]
-        )
-        return RootCause(
-            kind=err.kind,
-            error=err,
-            memory="memory outside the static pools (activations, CUDA graphs, draft)",
-            summary=f"CUDA ran out of memory {where}{got}{free}: the headroom left outside the "
-            "pools was too small",
-            flags=flags,
-        )
-    if err.kind in _FIXED_CAUSES:
-        summary, flags = _FIXED_CAUSES[err.kind]
-        return RootCause(kind=err.kind, error=err, summary=summary, flags=list(flags))
-    if err.kind == "arg_error":
-        return RootCause(
-            kind=err.kind,
-            error=err,
-            summary=f"the engine rejected its arguments before allocating anything: {err.message}",
-        )
+    need, avail = n.get("needed_gib"), n.get("available_gib")
+    est = n.get("estimated_max_len") or n.get("kv_tokens")
+    summary = (
+        f"one request of max_model_len {n.get('max_model_len')} tokens does not fit in the KV cache"
+    )
+    if need is not None:
+        summary += f": it needs {need} GiB, the memory profile left {avail} GiB per rank"
+    if est:
+        summary += f"; the cache holds about {est:,} tokens"
+    return RootCause(
+        kind=err.kind,
+        summary=summary,
+        error=err,
+        memory="KV cache",
+        consumer="kv cache",
+        flags=[
+            "--max-model-len",
+            "--gpu-memory-utilization",
+            "--kv-cache-dtype",
+            "--tensor-parallel-size",
+        ],
+    )
+
+
+def _vllm_free_memory(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    n = err.numbers
+    return RootCause(
+        kind=err.kind,
+        error=err,
+        memory="free GPU memory at start",
+        summary=(
+            f"only {n.get('free_gib')} of {n.get('total_gib')} GiB was free when vLLM "
+            f"started, less than --gpu-memory-utilization {n.get('util')} asks "
+            f"({n.get('wanted_gib')} GiB): another process holds GPU memory"
+        ),
+        consumer="other processes on the GPU",
+        flags=["--gpu-memory-utilization"],
+    )
+
+
+def _vllm_mamba_blocks(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    n = err.numbers
+    return RootCause(
+        kind=err.kind,
+        error=err,
+        memory="mamba state blocks",
+        consumer="mamba state",
+        summary=(
+            f"max_num_seqs {n.get('max_num_seqs')} needs more mamba state blocks than "
+            f"the {n.get('blocks')} that fit"
+        ),
+        flags=["--max-num-seqs", "--gpu-memory-utilization"],
+    )
+
+
+def _vllm_memory(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    return RootCause(
+        kind=err.kind,
+        error=err,
+        memory="KV cache",
+        summary=err.message,
+        flags=["--gpu-memory-utilization"],
+    )
+
+
+def _cuda_oom(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    n = err.numbers
+    where = "while serving" if err.phase == "runtime" else f"during start-up ({launch.phase})"
+    got = (
+        f" trying to allocate {n.get('alloc')} {n.get('unit')}"
+        if n.get("alloc") is not None
+        else ""
+    )
+    free = f" with {n.get('free')} {n.get('free_unit')} free" if n.get("free") is not None else ""
+    flags = (
+        [
+            "--mem-fraction-static",
+            "--cuda-graph-max-bs",
+            "--chunked-prefill-size",
+            "--max-running-requests",
+        ]
+        if launch.engine.name != "vllm"
+        else [
+            "--gpu-memory-utilization",
+            "--max-num-seqs",
+            "--max-num-batched-tokens",
+            "--enforce-eager",
+        ]
+    )
+    return RootCause(
+        kind=err.kind,
+        error=err,
+        memory="memory outside the static pools (activations, CUDA graphs, draft)",
+        summary=f"CUDA ran out of memory {where}{got}{free}: the headroom left outside the "
+        "pools was too small",
+        flags=flags,
+    )
+
+
+def _fixed(summary: str, flags: tuple[str, ...]) -> CauseOf:
+    return lambda launch, err: RootCause(
+        kind=err.kind, error=err, summary=summary, flags=list(flags)
+    )
+
+
+def _arg_error(launch: LaunchFacts, err: ErrorFact) -> RootCause:
+    return RootCause(
+        kind=err.kind,
+        error=err,
+        summary=f"the engine rejected its arguments before allocating anything: {err.message}",
+    )
+
+
+def _exception(launch: LaunchFacts, err: ErrorFact) -> RootCause:
     return RootCause(
         kind=err.kind, error=err, summary=f"the engine stopped on an exception: {err.message}"
     )
+
+
+# which pool the engine's "not enough memory" names (the rules' `which`) -> its cause
+_SGLANG_MEMORY: dict[object, CauseOf] = {
+    "weights": _sglang_weights,
+    "mamba_state": _sglang_mamba_state,
+}
+_VLLM_MEMORY: dict[object, CauseOf] = {
+    "max_model_len": _vllm_max_model_len,
+    "free_memory": _vllm_free_memory,
+    "mamba_blocks": _vllm_mamba_blocks,
+}
+# error kind -> its cause; any other kind stopped the engine on an exception
+_CAUSES: dict[str, CauseOf] = {
+    "startup_memory": _startup_memory,
+    "cuda_oom": _cuda_oom,
+    **{kind: _fixed(summary, flags) for kind, (summary, flags) in _FIXED_CAUSES.items()},
+    "arg_error": _arg_error,
+}
 
 
 def exit_cause(launch: LaunchFacts) -> RootCause:
@@ -273,9 +334,7 @@ def incomplete(launch: LaunchFacts, log: LogFacts) -> Finding:
 
 
 def fix_from_log(launch: LaunchFacts, command: str | None) -> Fix | None:
-    from servefit.doctor.diagnose import primary_error
-
-    err = primary_error(launch)
+    err = launch.primary_error
     if err is None or err.numbers.get("which") != "max_model_len":
         return None
     est = err.numbers.get("estimated_max_len") or err.numbers.get("kv_tokens")

@@ -13,7 +13,6 @@ Only facts are kept: the last MAX_KEPT launches, as frozen LaunchFacts.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -24,9 +23,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from servefit.doctor.accumulate import PHASE_OF, LaunchAcc
+from servefit.doctor.argdump import args_from_command
 from servefit.doctor.facts import LaunchFacts, LogFacts
 from servefit.doctor.reader import Hit, LineSource, scan
-from servefit.engines import registry
 from servefit.errors import ArgumentError, ServefitError
 
 MAX_KEPT = 50
@@ -240,78 +239,6 @@ def staleness(log: LogFacts, launch: LaunchFacts, since: datetime) -> str | None
 
 # Values the engine rewrites while resolving its args (the log shows the resolved one).
 _EQUIVALENT = {("speculative_algorithm", "NEXTN"): "EAGLE"}
-# vLLM flag aliases to the names printed in `non-default args`
-_VLLM_ALIASES = {
-    "tp": "tensor_parallel_size",
-    "pp": "pipeline_parallel_size",
-    "dp": "data_parallel_size",
-    "tensor_parallel": "tensor_parallel_size",
-}
-
-
-def args_from_command(text: str) -> dict[str, Any]:
-    """Engine args of a launch command (engine dest names); {} if it is not one."""
-    from servefit.engines.command import parse_launch_command
-
-    try:
-        cmd = parse_launch_command(text)
-    except ServefitError:
-        return {}
-    if cmd.engine == "sglang":
-        # SGLang does not print its version: the first release (oldest first) whose own flags
-        # read the command without an error
-        values: dict[str, Any] = {}
-        for prof in registry.profiles(cmd.engine):
-            parsed = prof.parse_argv(cmd.argv)
-            if not parsed.errors:
-                return dict(parsed.values)
-            values = values or dict(parsed.values)
-        return values
-    return _generic_args(cmd.argv)
-
-
-def _generic_args(argv: list[str]) -> dict[str, Any]:
-    """`--flag value` / `--flag=value` / `--flag` pairs (vLLM), names as argparse dests."""
-    out: dict[str, Any] = {}
-    i = 0
-    if argv and not argv[0].startswith("-"):
-        out["model"] = argv[0]
-        i = 1
-    while i < len(argv):
-        tok = argv[i]
-        i += 1
-        if not tok.startswith("-"):
-            continue
-        name, eq, val = tok.lstrip("-").partition("=")
-        dest = name.replace("-", "_")
-        dest = _VLLM_ALIASES.get(dest, dest)
-        if not eq:
-            if i < len(argv) and (not argv[i].startswith("-") or re.match(r"^-\d", argv[i])):
-                val = argv[i]
-                i += 1
-            else:
-                out[dest] = True
-                continue
-        out[dest] = _typed(val)
-    return out
-
-
-def _typed(val: str) -> Any:
-    if val.startswith("{"):  # vLLM's JSON flags (--speculative-config '{"method": ...}')
-        try:
-            return json.loads(val)
-        except ValueError:
-            return val
-    for conv in (int, float):
-        try:
-            return conv(val)
-        except ValueError:
-            pass
-    if val in ("True", "true"):
-        return True
-    if val in ("False", "false"):
-        return False
-    return val
 
 
 def _norm(key: str, value: Any) -> Any:

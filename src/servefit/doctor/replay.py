@@ -61,9 +61,9 @@ def _model(ref: Any, launch: LaunchFacts, notes: list[str]):
     if launch.model:
         candidates.append(launch.model)
         base = os.path.basename(str(launch.model).rstrip("/"))
-        from servefit.catalog import list_entries
+        from servefit.catalog import entries
 
-        candidates += [e.id for e in list_entries() if e.id.split("/")[-1].lower() == base.lower()]
+        candidates += [e.id for e in entries() if e.id.split("/")[-1].lower() == base.lower()]
     errors = []
     for c in candidates:
         try:
@@ -345,14 +345,14 @@ def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | 
     """The minimal fix of `servefit explain` (fewest flags, least loss of concurrency and
     context), searched on this machine's measured figures: the request is the calibrated replay.
     One search serves both commands, so `explain` and `doctor` propose the same change."""
+    from servefit.explain.catalogue import context_for
     from servefit.explain.fix import minimal_fix
-    from servefit.explain.levers import Context
     from servefit.explain.outcome import outcome
     from servefit.explain.replan import prepared
 
     p, request = plan_and_request
     req, model = prepared(request)
-    ctx = Context(request=req, plan=p, model=model, profile=p.engine.profile)
+    ctx = context_for(req, p, model)
     found = minimal_fix(ctx, outcome(p), min_free_gib=ctx.catalogue.min_free_gib)
     if not found.found:
         return None

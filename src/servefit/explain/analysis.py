@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from servefit.explain.catalogue import catalogue_for
+from servefit.explain.catalogue import catalogue_for, context_for
 from servefit.explain.fix import minimal_fix
-from servefit.explain.levers import Context, Lever, Option, levers_for
+from servefit.explain.lever_types import Context, Lever, Option, levers_for
 from servefit.explain.outcome import delta, outcome, signature
 from servefit.explain.replan import prepared, replan
 from servefit.explain.schema import (
@@ -34,7 +34,7 @@ def explain_request(
     t0 = time.perf_counter()
     base_plan = plan(request)
     req, model = prepared(request)
-    ctx = Context(request=req, plan=base_plan, model=model, profile=base_plan.engine.profile)
+    ctx = context_for(req, base_plan, model)
     target = base_plan.pools.context_len
     base = outcome(base_plan, target)
     levers = [

@@ -7,32 +7,13 @@ explain, fix and fit ask `catalogue_for(plan.engine.name)` and never branch on t
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
 from servefit.errors import ArgumentError
-from servefit.explain.levers import Lever
+from servefit.explain.lever_types import Catalogue, Context
+from servefit.model.spec import ModelSpec
+from servefit.plan.planner import PlanRequest
 from servefit.plan.schema import Plan
-
-
-@dataclass(frozen=True)
-class Catalogue:
-    engine: str
-    levers: tuple[Lever, ...]
-    flag: Callable[[str, str], str]  # (mirrored release, engine attribute) -> CLI flag
-    tokens: Callable[[str, str, Any], list[str]]  # (release, attribute, value) -> CLI tokens
-    running_dest: str  # the running-request cap
-    fraction_dest: str  # the memory share the engine sizes its pools from
-    context_dest: str
-    tp_dest: str
-    pp_dest: str
-    headroom: Callable[[Plan], float]  # GiB left after everything the engine reserves
-    headroom_means: str  # what that headroom is for, in words
-    min_free_gib: float  # the headroom a fix or fit candidate must leave, unless told otherwise
-    budget_notes: Callable[[Plan, bool], list[str]]  # (plan, failing) -> sentences
-    not_user_levers: frozenset[str]  # user args that are not worth re-planning without
 
 
 @cache
@@ -86,3 +67,14 @@ def catalogue_for(engine: str) -> Catalogue:
             ),
         )
     raise ArgumentError(f"servefit has no lever catalogue for {engine!r} (sglang, vllm)")
+
+
+def context_for(request: PlanRequest, plan: Plan, model: ModelSpec) -> Context:
+    """The lever context of `plan` (of `request`, whose model is `model`)."""
+    return Context(
+        request=request,
+        plan=plan,
+        model=model,
+        profile=plan.engine.profile,
+        catalogue=catalogue_for(plan.engine.name),
+    )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from itertools import combinations
 from typing import Any
 
-from servefit.explain.levers import Context, Lever, Option, levers_for
+from servefit.explain.lever_types import Context, Lever, Option, levers_for
 from servefit.explain.outcome import outcome, signature, starts
 from servefit.explain.replan import changed_dests, replan
 from servefit.explain.schema import Fix, FixCandidate, FixChange, Outcome

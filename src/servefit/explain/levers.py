@@ -7,25 +7,27 @@ value does is never written here: explain and fix re-plan every value. The only 
 `unused_when`, which states, from the current plan's own numbers, why the engine does not read
 the flag; it is used only after re-planning has shown that no value changes anything.
 
-This module holds the shared types and SGLang's catalogue; vLLM's is levers_vllm.py.
-`levers_for` picks the plan's engine's catalogue (servefit/explain/catalogue.py).
+This module holds SGLang's catalogue; vLLM's is levers_vllm.py, the shared types are in
+lever_types.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from servefit.engines import registry
-from servefit.engines.base import Profile
 from servefit.errors import EngineVersionError
-from servefit.model.spec import ModelSpec
-from servefit.plan.planner import PlanRequest
-from servefit.plan.schema import Plan
-
-if TYPE_CHECKING:
-    from servefit.explain.catalogue import Catalogue
+from servefit.explain.lever_types import (
+    Context,
+    Lever,
+    Option,
+    change_reason,
+    fmt_value,
+    options,
+    parallel_fix,
+    parallel_values,
+)
 
 SPEC_ARGS = (
     "speculative_algorithm",
@@ -35,77 +37,6 @@ SPEC_ARGS = (
     "speculative_draft_model_path",
 )
 _PREFERRED = ("--tp-size", "--pp-size", "--model-path", "--dist-init-addr")
-
-
-@dataclass(frozen=True)
-class Context:
-    """What lever values are generated from."""
-
-    request: PlanRequest
-    plan: Plan
-    model: ModelSpec
-    profile: str  # the profile the plan used (EngineRef.profile)
-
-    @property
-    def args(self) -> dict[str, Any]:
-        return self.plan.resolved_args
-
-    @property
-    def engine_profile(self) -> Profile:
-        return registry.profile(self.plan.engine.name, self.profile)
-
-    @property
-    def lever_dests(self) -> Mapping[str, str]:
-        """lever name -> the attribute it sets in this release (the profile's levers)."""
-        return self.engine_profile.levers
-
-    def dest(self, lever: Lever) -> str | None:
-        """The attribute `lever` sets in this release; None when the release has no such lever."""
-        return self.lever_dests.get(lever.name)
-
-    @property
-    def catalogue(self) -> Catalogue:
-        from servefit.explain.catalogue import catalogue_for
-
-        return catalogue_for(self.plan.engine.name)
-
-    @property
-    def has_state(self) -> bool:
-        return self.plan.pools.mamba_layers > 0
-
-    @property
-    def spec(self) -> str | None:
-        return self.args.get("speculative_algorithm")
-
-    @property
-    def world(self) -> int:
-        return self.plan.hardware.tp_size * self.plan.hardware.pp_size
-
-    @property
-    def running(self) -> int:
-        """The running-request count the launch aims at: the resolved cap, else the engine's."""
-        mrr = self.args.get(self.catalogue.running_dest)
-        return int(mrr) if mrr else max(1, self.plan.pools.effective_max_running_requests)
-
-
-@dataclass(frozen=True)
-class Option:
-    label: str
-    args: dict[str, Any]
-    num_gpus: int | None = None  # parallelism values that need a different GPU count
-
-
-@dataclass(frozen=True)
-class Lever:
-    name: str
-    title: str
-    values: Callable[[Context], list[Option]]  # explain's values
-    fix_values: Callable[[Context], list[Option]] | None = None  # None: not used by the fix
-    applies: Callable[[Context], bool] = lambda c: True
-    unused_when: Callable[[Context], str | None] = lambda c: None
-    lossy: bool = False  # changes numerics: only with allow_lossy in fix and fit
-    tags: tuple[str, ...] = field(default_factory=tuple)
-    context: bool = False  # sets the context length: its values are judged at their own context
 
 
 def flag_name(profile: str, dest: str) -> str:
@@ -131,22 +62,6 @@ def cli_tokens(profile: str, dest: str, value: Any) -> list[str]:
     if isinstance(value, (list, tuple)):
         return [flag, *(fmt_value(v) for v in value)]
     return [flag, fmt_value(value)]
-
-
-def fmt_value(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
-
-
-def options(dest: str, values: list[Any], current: Any) -> list[Option]:
-    out, seen = [], set()
-    for v in values:
-        if v is None or v == current or v in seen:
-            continue
-        seen.add(v)
-        out.append(Option(fmt_value(v), {dest: v}))
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -274,39 +189,9 @@ def _strategy_values(dest: str) -> Callable[[Context], list[Option]]:
     return values
 
 
-def parallel_values(c: Context) -> list[Option]:
-    """Every TP x PP over the launch's GPUs and over twice as many (the engine's own names)."""
-    n = c.request.num_gpus or c.world
-    hw = c.plan.hardware
-    tp_dest, pp_dest = c.catalogue.tp_dest, c.catalogue.pp_dest
-    out = []
-    for total in (n, 2 * n):
-        for tp in _divisors(total):
-            pp = total // tp
-            if (tp, pp) == (hw.tp_size, hw.pp_size):
-                continue
-            label = f"TP {tp} x PP {pp}" + ("" if total == n else f" ({total} GPUs)")
-            out.append(Option(label, {tp_dest: tp, pp_dest: pp}, num_gpus=total))
-    return out
-
-
-def parallel_fix(c: Context) -> list[Option]:
-    n = c.request.num_gpus or c.world
-    return [o for o in parallel_values(c) if o.num_gpus == n]
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 # --------------------------------------------------------------------------------------------
 # Why the engine does not read a flag, from the plan's own numbers
 # --------------------------------------------------------------------------------------------
-
-
-def change_reason(c: Context, arg: str) -> str | None:
-    ch = next((x for x in c.plan.changes if x.arg == arg), None)
-    return ch.reason if ch else None
 
 
 def _ratio_unused(c: Context) -> str | None:
@@ -453,8 +338,3 @@ LEVERS: tuple[Lever, ...] = (
         parallel_fix,
     ),
 )
-
-
-def levers_for(c: Context) -> list[Lever]:
-    """The levers of the plan's engine (its catalogue) that exist in this release and apply."""
-    return [lv for lv in c.catalogue.levers if c.dest(lv) and lv.applies(c)]

@@ -16,7 +16,7 @@ from servefit.engines import registry
 from servefit.engines.base import Flag
 from servefit.engines.vllm import levers as vllm
 from servefit.errors import EngineVersionError
-from servefit.explain.levers import (
+from servefit.explain.lever_types import (
     Context,
     Lever,
     Option,

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from servefit.errors import ServefitError
-from servefit.explain.levers import Option
+from servefit.explain.lever_types import Option
 from servefit.model.spec import ModelSpec
 from servefit.plan.planner import (
     PlanRequest,

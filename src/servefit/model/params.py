@@ -842,14 +842,9 @@ def tensors(spec: ModelSpec) -> list[Tensor]:
     return out
 
 
-def count_params(spec: ModelSpec | dict[str, Any]) -> ParamCount:
+def count_params(spec: ModelSpec) -> ParamCount:
     """Parameters per part, as stored in the checkpoint (elements; lm_head 0 when tied).
-
-    Takes a ModelSpec or a raw HF config dict (which is parsed first)."""
-    if isinstance(spec, dict):
-        from servefit.model.inventory import build_model_spec
-
-        return build_model_spec(spec, name="", source="").params
+    (A raw config dict: `build_model_spec(config, ...).params`.)"""
     sums = dict.fromkeys(PARTS, 0)
     for x in tensors(spec):
         sums[x.part] += x.numel

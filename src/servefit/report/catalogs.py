@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.table import Table
+
+from servefit import catalog
+from servefit.catalog import CatalogEntry
+from servefit.errors import ServefitError
 
 
 def render_gpus(fmt: str, console: Console | None = None) -> None:
@@ -64,10 +69,54 @@ _ABBREV = {
 }
 
 
-def render_models(fmt: str, console: Console | None = None) -> None:
-    from servefit.catalog import list_entries
+@dataclass(frozen=True)
+class ModelSummary:
+    """A bundled config as the planner reads it: architecture, layers by kind, parameters."""
 
-    entries = list_entries()
+    entry: CatalogEntry
+    architecture: str = ""
+    layers: dict[str, int] = field(default_factory=dict)
+    params_b: float = 0.0
+    error: str = ""  # why the config could not be read (should stay empty for bundled files)
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+    @property
+    def kind(self) -> str:
+        return self.entry.kind
+
+    @property
+    def text(self) -> str:
+        if self.error:
+            return f"{self.id}: {self.error}"
+        kinds = ", ".join(f"{n} {k}" for k, n in self.layers.items())
+        return f"{self.architecture}, {self.params_b:.1f}B params, layers: {kinds}"
+
+
+def summaries(kinds: tuple[str, ...] = ("real", "derived")) -> list[ModelSummary]:
+    """Every bundled config of these kinds, read with the model inventory."""
+    from servefit.model.config import read_json
+    from servefit.model.inventory import build_model_spec
+
+    out = []
+    for e in catalog.entries(kinds):
+        try:
+            spec = build_model_spec(read_json(e.path), name=e.id, source=f"catalog:{e.id}")
+        except ServefitError as exc:
+            out.append(ModelSummary(e, error=str(exc)))
+            continue
+        out.append(
+            ModelSummary(
+                e, spec.architecture, spec.kind_counts(), round(spec.params.total / 1e9, 2)
+            )
+        )
+    return out
+
+
+def render_models(fmt: str, console: Console | None = None) -> None:
+    entries = summaries()
     if fmt == "json":
         rows = [
             {
@@ -76,8 +125,8 @@ def render_models(fmt: str, console: Console | None = None) -> None:
                 "layers": e.layers,
                 "params_billion": e.params_b,
                 "kind": e.kind,
-                "file": e.file,
-                "provenance": e.provenance,
+                "file": e.entry.file,
+                "provenance": e.entry.provenance,
             }
             for e in entries
         ]

@@ -9,16 +9,14 @@ managers/scheduler.py (final max_total_num_tokens line). See docs/engines/sglang
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
+from servefit.engines.sglang.v0_5_23.budget import Budget
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import Consumer
-
-if TYPE_CHECKING:
-    from servefit.engines.sglang.v0_5_23.pools import Budget
 
 
 def quant_log_str(model: ModelSpec) -> str | None:

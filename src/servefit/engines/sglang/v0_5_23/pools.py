@@ -9,13 +9,13 @@ what mem_cache/memory_pool.py allocates. See docs/engines/sglang-0.5.23.md §5.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.engines.base import GiB, MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
 from servefit.engines.sglang.v0_5_23 import logs, swa
+from servefit.engines.sglang.v0_5_23.budget import Budget
 from servefit.engines.sglang.v0_5_23.heuristics import is_multimodal
 from servefit.errors import ArgumentError
 from servefit.hardware.spec import GPUSet
@@ -90,27 +90,6 @@ def req_to_token_extra(v: dict[str, Any]) -> int:
             per_decode = max((page - 1 + steps + page - 1) // page * page * topk, D)
         extra = max(extra, 2 * per_decode + page - 1)
     return extra
-
-
-@dataclass
-class Budget:
-    """The numbers of one sizing pass, all per rank (GiB unless named *_bytes)."""
-
-    P: float
-    avail: float
-    slack: float
-    mm_gib: float
-    budget: float  # rest_memory before the state pool
-    per_req: int = 0
-    K: int | None = None
-    ratio: int | None = None
-    sizing: str | None = None
-    spec_reserved: float = 0.0  # intermediate state reserved inside the budget
-    mamba_reserved: float = 0.0
-    rest: float = 0.0  # KV budget after the state pool
-    error: str | None = None
-    error_kind: str | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def profile_available(

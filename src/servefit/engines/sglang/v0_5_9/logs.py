@@ -10,16 +10,14 @@ model_runner_kv_cache_mixin.py:init_memory_pool ("Memory pool end"), managers/sc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
+from servefit.engines.sglang.v0_5_9.sized import Sized
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import Consumer
-
-if TYPE_CHECKING:
-    from servefit.engines.sglang.v0_5_9.pools import Sized
 
 
 def log_lines(s: Sized, model: ModelSpec, v: dict[str, Any], memory: MemoryInputs) -> list[str]:
