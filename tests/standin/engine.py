@@ -25,6 +25,12 @@ port-in-use                another socket already listens on the port when the H
                            binds (the stand-in holds it itself); the bind error, exit 3
 ignore-sigterm             every process ignores SIGTERM: only SIGKILL ends it
 
+Keys: started with `--api-key` (vLLM: several, or VLLM_API_KEY in its environment) it answers
+401 without the key as the engines do (tests/standin/openai_server.py). STANDIN_CONFIG_API_KEY
+sets a key the command line does not show, as an engine reads one from its `--config` YAML file
+(sglang/srt/server_args_config_parser.py:ConfigArgumentMerger, vLLM's `--config`): SGLang then
+logs it among its server_args like any other.
+
 Shut down by SIGTERM, it does what the engine does: SGLang logs the drain and kills its process
 tree including itself with SIGKILL (sglang/srt/managers/tokenizer_manager.py:sigterm_watchdog ->
 kill_process_tree(os.getpid(), include_parent=True)); vLLM's uvicorn shuts down and exits 0.
@@ -145,11 +151,14 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--mem-fraction-static", type=float, default=None)
     p.add_argument("--context-length", "--max-model-len", dest="context", type=int, default=32768)
     p.add_argument("--max-running-requests", "--max-num-seqs", dest="mrr", type=int, default=None)
+    # SGLang takes one key (ServerArgs.api_key: str); vLLM several (FrontendArgs.api_key: list)
+    p.add_argument("--api-key", nargs="+", default=None)
+    p.add_argument("--hf-token", default=None)
     p.add_argument("positional", nargs="*")
     return p.parse_known_args(argv)
 
 
-def server_args_repr(argv: list[str]) -> str:
+def server_args_repr(argv: list[str], **overrides: Any) -> str:
     """The dataclass repr SGLang logs for its ServerArgs: every field, default or given. Fields,
     defaults and flag spellings come from servefit's copy of SGLang 0.5.9's argparse table
     (extracted from the wheel by tools/extract_sglang_flags.py); argv is read like argparse
@@ -163,6 +172,7 @@ def server_args_repr(argv: list[str]) -> str:
         flags = load_flags("0.5.9")
         values = {f.dest: f.default for f in flags}
         values.update(parse_argv(flags, argv).values)
+    values.update(overrides)
     return "ServerArgs(" + ", ".join(f"{k}={v!r}" for k, v in values.items()) + ")"
 
 
@@ -181,6 +191,15 @@ class Engine:
         self.port = args.port or (30000 if self.engine == "sglang" else 8000)
         self.tp = max(1, args.tp)
         self.children: list[int] = []
+        # vllm/entrypoints/openai/api_server.py:build_app: `args.api_key or [envs.VLLM_API_KEY]`
+        keys = list(args.api_key or [])
+        if os.environ.get("STANDIN_CONFIG_API_KEY"):  # the config file's key (before the CLI's)
+            keys = keys or [os.environ["STANDIN_CONFIG_API_KEY"]]
+        if not keys and self.engine == "vllm":
+            keys = [os.environ.get("VLLM_API_KEY", "")]
+        elif self.engine == "sglang":
+            keys = keys[-1:]  # one key (argparse would reject several)
+        self.api_keys = tuple(k for k in keys if k)
         self.warm = threading.Event()
         self.server: Any = None
         self.stop = threading.Event()
@@ -242,7 +261,8 @@ class Engine:
         log, n, tp = self.log, SGLANG_NUMBERS, self.tp
         mfs = self.args.mem_fraction_static if self.args.mem_fraction_static is not None else 0.85
         # sglang/srt/entrypoints/engine.py:_launch_subprocesses: logger.info(f"{server_args=}")
-        log.sglang(f"server_args={server_args_repr(self.engine_argv)}")
+        key = {"api_key": self.api_keys[0]} if self.api_keys else {}
+        log.sglang(f"server_args={server_args_repr(self.engine_argv, **key)}")
         for r in range(tp):
             # sglang/srt/model_executor/model_runner.py:init_torch_distributed
             log.sglang("Init torch distributed begin.", r)
@@ -357,13 +377,20 @@ class Engine:
         wpid = self.children[0]
         if self.fault == "port-in-use":
             self.hold_port()
-        # vllm/entrypoints/common/startup.py: "non-default args: %s"
+        # vllm/entrypoints/utils.py:log_non_default_args "non-default args: %s" (a dict of every
+        # argument that differs from its default, secrets included)
+        secrets = ""
+        if self.args.api_key:
+            secrets += f", 'api_key': {self.args.api_key!r}"
+        if self.args.hf_token:
+            secrets += f", 'hf_token': {self.args.hf_token!r}"
         log.vllm(
             "APIServer",
             api,
             "startup.py:96",
             f"non-default args: {{'model_tag': {self.model!r}, "
-            f"'port': {self.port}, 'model': {self.model!r}, 'tensor_parallel_size': {self.tp}}}",
+            f"'port': {self.port}{secrets}, 'model': {self.model!r}, "
+            f"'tensor_parallel_size': {self.tp}}}",
         )
         # vllm/entrypoints/launchers/launcher.py:create_server_socket binds before the engine starts
         try:
@@ -487,7 +514,9 @@ class Engine:
     def make_server(self) -> Any:
         from tests.standin.openai_server import make_server
 
-        server = make_server(self.host, self.port, model=self.served, engine=self.engine)
+        server = make_server(
+            self.host, self.port, model=self.served, engine=self.engine, api_keys=self.api_keys
+        )
         server.RequestHandlerClass = _faulty_handler(server.RequestHandlerClass, self)
         return server
 

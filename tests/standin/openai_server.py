@@ -20,6 +20,13 @@ without a GPU. The response shapes follow the engines' released code:
   `..._num_accepted_tokens_per_pos` with labels `model_name`, `engine` (+ `position`),
   written the way `prometheus_client` writes counters (`_total` suffix, `# HELP`/`# TYPE`).
 
+With ``api_keys=`` it requires a key as the engines do once started with ``--api-key``:
+SGLang answers every path but ``/health*`` and ``/metrics`` with HTTP 401
+``{"error": "Unauthorized"}`` unless ``Authorization: Bearer KEY``
+(``sglang/srt/utils/auth.py:decide_request_auth``, ``add_api_key_middleware``); vLLM does so
+for every path under ``/v1``, accepting any of its keys
+(``vllm/entrypoints/openai/server_utils.py:AuthenticationMiddleware``).
+
 Behaviours (``behaviour=``):
 
 healthy            sensible, deterministic greedy text; reasoning separated; tool calls parsed;
@@ -108,6 +115,7 @@ class StandinConfig:
     hang_s: float = 60.0
     drop_after_chunks: int = 3
     exit_after_requests: int | None = None  # process mode only: os._exit after N generations
+    api_keys: tuple[str, ...] = ()  # the server's keys (--api-key); empty: no auth
 
     def effective_accept_length(self) -> float:
         if self.accept_length is not None:
@@ -418,11 +426,31 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return body
 
+    def _unauthorized(self, path: str) -> bool:
+        """Answer 401 when the path needs the key and the request lacks it; True if answered."""
+        config = self.server.config
+        if not config.api_keys:
+            return False
+        if config.engine == "sglang":
+            # sglang/srt/utils/auth.py:decide_request_auth: health and metrics always open
+            guarded = not (path.startswith("/health") or path.startswith("/metrics"))
+        else:
+            guarded = path.startswith("/v1")  # vLLM AuthenticationMiddleware: /v1 only
+        if not guarded:
+            return False
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() == "bearer" and token in config.api_keys:
+            return False
+        self._send_json(401, {"error": "Unauthorized"})
+        return True
+
     # ---- routes
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         config = self.server.config
         path = self.path.split("?", 1)[0]
+        if self._unauthorized(path):
+            return
         if path in ("/health", "/health_generate", "/ping"):
             self._send_text(200, "")
         elif path == "/v1/models":
@@ -454,6 +482,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         path = self.path.split("?", 1)[0]
+        if self._unauthorized(path):
+            return
         if path not in ("/v1/chat/completions", "/v1/completions"):
             self._send_json(404, {"detail": "Not Found"})
             return

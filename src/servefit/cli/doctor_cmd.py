@@ -75,6 +75,10 @@ def doctor(
         from servefit.engines.registry import parse_engine
 
         parse_engine(engine)  # one clear line for a malformed --engine
+    if command is not None:
+        from servefit.engines.secretflags import redactor
+
+        command = redactor().text(command)  # it is quoted back, and fixed, in the report
     facts = read_log(log)
     report = diagnose(facts, command=command, since=since, model=model, gpu=gpu, engine=engine)
     if fmt == "json":

@@ -122,7 +122,7 @@ def fit_options(f):
 
 
 def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
-    from servefit.cli.inputs import env_from_cli, launch_from_cli
+    from servefit.cli.inputs import env_from_cli, launch_from_cli, without_secrets
     from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
     from servefit.fit.search import FitRequest
@@ -136,8 +136,9 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     engine = engine or "sglang"
     space = space_for(parse_engine(engine)[0])
     model = opts.get("model")
+    profile, ref = select(engine)
     if cmd is not None:
-        parsed = select(engine)[0].parse_argv(list(cmd.argv))
+        parsed = profile.parse_argv(list(cmd.argv))
         if parsed.errors:
             raise ArgumentError(parsed.errors[0])
         baseline = dict(parsed.values)
@@ -145,6 +146,8 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         for k in space.model_keys:
             baseline.pop(k, None)
         model = model or (found[0] if found else None)
+    masked, env = without_secrets(ref.name, ref.profile, baseline or {}, env)
+    baseline = masked if baseline is not None else None
     base = baseline or {}
     if not model:
         raise ArgumentError(

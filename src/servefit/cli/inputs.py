@@ -95,6 +95,18 @@ def env_from_cli(opts: dict[str, Any]) -> dict[str, str]:
     return env
 
 
+def without_secrets(
+    engine: str, profile: str, values: dict[str, Any], env: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Engine flags and variables with every secret masked (servefit.redact): plans, tables,
+    JSON, HTML and recommended commands show `***` + fingerprint; nothing sized depends on a
+    key or a token."""
+    from servefit.engines.secretflags import redactor
+
+    red = redactor(engine, profile)
+    return red.data(values), red.env(env)
+
+
 def launch_from_cli(
     ctx: click.Context, engine: str | None
 ) -> tuple[LaunchCommand | None, str | None]:
@@ -140,6 +152,7 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     found = [values.pop(k) for k in model_keys if values.get(k) is not None]
     for k in model_keys:
         values.pop(k, None)
+    values, env = without_secrets(ref.name, ref.profile, values, env)
     model = opts.get("model") or (found[0] if found else None)
     if parsed.positionals and model is None:
         model = parsed.positionals[0]

@@ -207,7 +207,12 @@ def launch(
     request, skip, rejected = _plan_request(ctx, opts, launch_cmd, gpus)
     console.print(f"[bold]preflight[/] {launch_cmd.engine} · {launch_cmd.url}")
     pre = run_preflight(
-        launch_cmd, request, plan_skip_reason=skip, plan_rejected=rejected, gpus_fn=lambda: gpus
+        launch_cmd,
+        request,
+        plan_skip_reason=skip,
+        plan_rejected=rejected,
+        gpus_fn=lambda: gpus,
+        extra_env=env_from_cli(opts),
     )
     render_checks(console, pre.checks)
     if pre.refused and not force:
@@ -239,7 +244,7 @@ def launch(
         forced=bool(force and pre.refused),
         typed=list(words),
     )
-    console.print(f"[bold]launch[/] {run.id}  {launch_cmd.command_line}")
+    console.print(f"[bold]launch[/] {run.id}  {run.read().command_line}")
     watcher = spawn_supervisor(run)
     ctx.exit(_follow_run(console, run, watcher, follow))
 
@@ -295,7 +300,7 @@ def _supervisor_died(console: Any, run: Any, rec: Any) -> int:
     console.print(f"[red]the supervisor of run {run.id} exited unexpectedly[/]")
     lines = tail(run.supervisor_log_path, 20)
     for line in lines:
-        console.print(f"  {line}", markup=False)
+        console.print(f"  {run.redactor.text(line)}", markup=False)
     with run.update() as final:
         if not final.terminal:
             final.state = "failed"
@@ -314,6 +319,8 @@ def _summary(console: Any, run: Any, rec: Any) -> int:
         took = rec.timings.time_to_ready_s
         model = f" serving {rec.served_model}" if rec.served_model else ""
         console.print(f"[green]ready[/] after {took:.1f} s: {rec.url}{model}")
+        if rec.auth_note:
+            console.print(f"  [yellow]![/] only /health answered: {rec.auth_note}")
         console.print(
             f"  logs: servefit logs {run.id}    stop: servefit stop {run.id}    run: {run.path}"
         )
@@ -418,10 +425,17 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
     import json
 
     from servefit.launch import procs
-    from servefit.launch.rundir import list_runs
+    from servefit.launch.rundir import foreign_runs, list_runs
 
     root = _runs_root(runs_dir)
     found = list_runs(root)
+    others = foreign_runs(root)
+    if others:
+        click.echo(
+            f"servefit: {len(others)} run{'s' if len(others) != 1 else ''} under {root} "
+            "belong to other users: not shown (servefit reads only your own runs)",
+            err=True,
+        )
     if last > 0:
         found = found[-last:]
     records = []
@@ -472,9 +486,10 @@ def logs(
     diagnosis: bool,
     runs_dir: str | None,
 ) -> None:
-    """Show a run's engine log (this launch's only; default: the newest run)."""
+    """Show a run's engine log (this launch's only; default: the newest run), secrets redacted."""
     from servefit.errors import ArgumentError
-    from servefit.launch.diagnose import tail
+    from servefit.launch import logview
+    from servefit.launch.auth import process_redactor
     from servefit.launch.rundir import resolve
 
     run = resolve(_runs_root(runs_dir), run_ref)
@@ -485,24 +500,8 @@ def logs(
     if not path.exists():
         what = "diagnosis" if diagnosis else "log"
         raise ArgumentError(f"run {run.id} has no {what} yet ({path})")
-    if lines is not None:
-        if lines < 0:
-            raise ArgumentError(f"--lines must not be negative, got {lines}")
-        for line in tail(path, lines):
-            click.echo(line)
-        pos = path.stat().st_size
-    else:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        pos = len(data)
-        click.echo(data.decode("utf-8", "replace"), nl=False)
-    while follow and not diagnosis:
-        time.sleep(0.25)
-        with open(path, "rb") as fh:
-            fh.seek(pos)
-            data = fh.read()
-        pos += len(data)
-        if data:
-            click.echo(data.decode("utf-8", "replace"), nl=False)
-        elif run.read().terminal:
-            break
+    if lines is not None and lines < 0:
+        raise ArgumentError(f"--lines must not be negative, got {lines}")
+    rec = run.read()
+    redactor = process_redactor(rec.engine, rec.pid, rec.pid_start_ticks)
+    logview.show(run, path, redactor, click.echo, lines, follow and not diagnosis)

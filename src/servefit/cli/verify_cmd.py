@@ -10,12 +10,19 @@ Examples:
   servefit verify http://127.0.0.1:30000 --reference http://127.0.0.1:30001
   servefit verify http://gpu-box:8000/v1 --model Qwen/Qwen3.6-27B --gpu A6000 --tp 2
   servefit verify http://127.0.0.1:30000 --format json > verify.json
+  servefit verify --run 780a03      # a server servefit launched: its URL and its own key
 
 \b
 Checks: models & liveness, greedy determinism, degenerate output (streams stopped as soon
 as a loop is certain), reasoning parser, tool calling, warm rerun after a prefix-cache hit,
 speculative acceptance (SGLang /server_info, vLLM /metrics), speculative vs --reference
 token by token, speed (TTFT, decode tok/s, concurrency) against the bandwidth bound.
+
+\b
+\b
+Keys: --api-key / SERVEFIT_API_KEY, else with --run the key the running engine was started
+with (its --api-key, or vLLM's VLLM_API_KEY), read from the engine process itself. A key is
+never sent over plain http:// to another machine without a warning first.
 
 \b
 Exit status: 0 no check failed (warnings allowed), 1 a check failed, 2 bad input.
@@ -45,7 +52,20 @@ def _check_url(_ctx: click.Context, _param: click.Parameter, value: str | None) 
 
 
 @click.command("verify", epilog=EPILOG)
-@click.argument("url", callback=_check_url)
+@click.argument("url", callback=_check_url, required=False)
+@click.option(
+    "--run",
+    "run_ref",
+    default=None,
+    metavar="RUN",
+    help="A run of `servefit launch` (id, short id or path): its URL and its key.",
+)
+@click.option(
+    "--runs-dir",
+    default=None,
+    metavar="DIR",
+    help="Where runs live (default: $SERVEFIT_RUNS_DIR or ~/.local/state/servefit/runs).",
+)
 @click.option(
     "--model",
     "model",
@@ -124,7 +144,9 @@ def _check_url(_ctx: click.Context, _param: click.Parameter, value: str | None) 
 @click.pass_context
 def verify(
     ctx: click.Context,
-    url: str,
+    url: str | None,
+    run_ref: str | None,
+    runs_dir: str | None,
     model: str | None,
     reference: str | None,
     gpu: str | None,
@@ -142,6 +164,10 @@ def verify(
     from servefit.verify.checks.base import RooflineInputs, VerifyOptions
     from servefit.verify.runner import verify as run_verify
 
+    if run_ref is not None:
+        url, api_key = _from_run(run_ref, runs_dir, url, api_key)
+    elif url is None:
+        raise ServefitError("give the server's URL, or --run RUN for a server servefit launched")
     roofline = None
     if gpu is not None:
         _validate_gpu(gpu)
@@ -152,6 +178,9 @@ def verify(
         roofline = RooflineInputs(config=config or model or "", gpu=gpu, tp=tp or num_gpus)
     elif config is not None or tp is not None or num_gpus is not None:
         raise ServefitError("--config, --tp and --num-gpus describe the bound: give --gpu too")
+    warnings = _key_warnings(url, reference, api_key)
+    for line in warnings:
+        click.echo(f"servefit: warning: {line}", err=True)
     options = VerifyOptions(
         model=model,
         reference_url=reference,
@@ -162,7 +191,7 @@ def verify(
         skip=skip,
     )
     if fmt == "json":
-        report = run_verify(url, options)
+        report = run_verify(url, options).model_copy(update={"warnings": warnings})
         click.echo(report.model_dump_json(indent=2))
     else:
         from rich.console import Console
@@ -171,8 +200,44 @@ def verify(
 
         err = Console(stderr=True)
         report = run_verify(url, options, progress=lambda c: err.print(progress_line(c)))
+        report = report.model_copy(update={"warnings": warnings})
         render_report(report)
     ctx.exit(0 if report.ok else 1)
+
+
+def _from_run(
+    ref: str, runs_dir: str | None, url: str | None, api_key: str | None
+) -> tuple[str, str | None]:
+    """The run's URL (unless one is given) and key (unless one is given): the key the running
+    engine itself was started with; servefit never stores it."""
+    from pathlib import Path
+
+    from servefit.errors import ServefitError
+    from servefit.launch import procs
+    from servefit.launch.auth import key_from_process
+    from servefit.launch.rundir import default_root, resolve
+
+    root = Path(runs_dir).expanduser() if runs_dir else default_root()
+    run = resolve(root, ref)
+    rec = run.read()
+    if not procs.same_process(rec.pid, rec.pid_start_ticks):
+        raise ServefitError(f"run {run.id} is not running ({rec.state.replace('_', ' ')})")
+    if api_key is None:
+        key = key_from_process(rec.pid, rec.engine)
+        if key is None and rec.probe_key:
+            raise ServefitError(
+                f"run {run.id} was started with a key ({rec.probe_key}) that cannot be read from "
+                f"its process {rec.pid}; give it with --api-key or SERVEFIT_API_KEY"
+            )
+        api_key = key.value if key else None
+    return url or rec.url, api_key
+
+
+def _key_warnings(url: str, reference: str | None, api_key: str | None) -> list[str]:
+    from servefit.launch.auth import plain_http_warning
+
+    found = (plain_http_warning(u, bool(api_key)) for u in (url, reference) if u)
+    return [w for w in found if w]
 
 
 def _validate_gpu(gpu: str) -> None:

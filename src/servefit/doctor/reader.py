@@ -10,6 +10,10 @@
   vLLM    "(EngineCore_DP0 pid=123) INFO 06-12 10:00:00 [gpu_worker.py:123] ",
           "(VllmWorker TP1 pid=9) ", "(Worker_TP0 pid=26347) ", V0 "INFO 02-11 07:40:45 model_runner.py:1115] "
   docker compose / journald "2026-05-01 22:44:30.254 | ", ANSI colour codes.
+* Every line kept is redacted first (servefit.redact, every engine's secret flags): SGLang logs
+  its server arguments with the key (`server_args=ServerArgs(... api_key='...')`), vLLM its
+  non-default ones (`'api_key': [...]`); the doctor quotes, compares and re-plans the masked
+  values (`***` + fingerprint: the same key gives the same mark) and never shows a secret.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import IO
 
 from servefit.doctor import sglang, vllm
 from servefit.doctor.rules import EXCEPTION_LINE, GENERIC_RULES, Event, Rule
+from servefit.engines.secretflags import redactor
 
 MAX_LINE = 64 * 1024
 
@@ -177,8 +182,9 @@ class LineSource:
 
 def scan(source: LineSource) -> Iterator[Hit]:
     """Events of the lines rules know, in file order, plus launch-command lines."""
+    clean = redactor().text
     for no, raw in source.hits():
-        text = _ANSI.sub("", raw.rstrip("\r\n"))
+        text = clean(_ANSI.sub("", raw.rstrip("\r\n")))
         line = parse_prefix(no, text)
         event, rule = match(text)
         if event is not None:

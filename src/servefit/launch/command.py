@@ -43,6 +43,7 @@ class EngineLaunch:
     env: dict[str, str] = field(default_factory=dict)  # assignments written in the command
     recognised: bool = True  # False: an unrecognised program run as given (--engine names it)
     host: str = "127.0.0.1"
+    host_default: bool = True  # no --host: the engine's own default address
     port: int = 30000
     world_size: int = 1  # GPUs the engine instance uses: tp x pp (x dp without DP attention)
     parallel: str = "tp 1"  # how world_size comes about, for messages
@@ -143,6 +144,7 @@ def _complete(
         env=env,
         recognised=recognised,
         host=str(host),
+        host_default=not values.get("host"),
         port=port,
         world_size=world,
         parallel=parallel,

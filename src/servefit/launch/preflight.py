@@ -9,6 +9,7 @@ gpu-memory       NVML free memory on each GPU the engine will use; when somethin
                  holds memory there, the launch is re-planned with what is really free
 gpu-processes    processes of others holding those GPUs: pid, name, MiB. Reported, never killed.
 port             the engine's host:port already bound by another process
+exposure         a server listening beyond the loopback without an API key (a warning)
 nvml             what was skipped when NVML cannot be asked (no driver, no GPU): the launch goes on
 
 NVML indexes GPUs in PCI bus order; CUDA does too when CUDA_DEVICE_ORDER=PCI_BUS_ID (set it on
@@ -56,10 +57,12 @@ def run_preflight(
     plan_rejected: bool = False,
     gpus_fn: Callable[[], Any] | None = None,
     with_fix: bool = True,
+    extra_env: dict[str, str] | None = None,
 ) -> Preflight:
     """`request` is the PlanRequest of the launch (None: not planned, `plan_skip_reason` says
     why; `plan_rejected`: a reason the engine would refuse to start for, a failed check).
-    `gpus_fn` returns servefit.hardware.nvml.LocalGPUs (tests pass their own)."""
+    `gpus_fn` returns servefit.hardware.nvml.LocalGPUs (tests pass their own); `extra_env`
+    the variables added to the engine's environment (--env)."""
     result = Preflight()
     if request is None and plan_rejected:
         result.checks.append(
@@ -76,6 +79,7 @@ def run_preflight(
     gpus = gpus_fn()
     result.checks += _gpu_checks(launch, gpus, result.plan, request)
     result.checks.append(_port_check(launch))
+    result.checks.append(_exposure_check(launch, extra_env or {}))
     return result
 
 
@@ -366,6 +370,14 @@ def port_owner(port: int) -> tuple[int, str] | None:
             except OSError:
                 continue
     return None
+
+
+def _exposure_check(launch: EngineLaunch, extra_env: dict[str, str]) -> Check:
+    from servefit.launch.auth import exposure_check, server_key
+
+    env = {**os.environ, **launch.env, **extra_env}  # what the engine starts with
+    key = server_key(launch.engine, launch.engine_argv, env)
+    return exposure_check(launch.host, launch.port, key, launch.host_default)
 
 
 def _port_check(launch: EngineLaunch) -> Check:

@@ -5,6 +5,12 @@ A log line saying "ready" is not enough: in the user's report a server printed i
 on its first request. SGLang answers /health with 503 until its own warm-up request is done
 (sglang/srt/entrypoints/http_server.py:health_generate, ServerStatus.Starting) and
 /health_generate runs a one-token generation; vLLM answers /health once the engine core is up.
+
+A server started with a key answers /v1/models and chat completions with 401 (SGLang: 403 on
+the endpoints only the admin key unlocks) when the request lacks it, while /health stays open
+(sglang/srt/utils/auth.py:decide_request_auth, vllm/entrypoints/openai/server_utils.py:
+AuthenticationMiddleware). The probes carry the key in their client's headers; a 401/403 is
+reported as `refused`, not as a server that is not ready.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ class ProbeResult:
     step: str  # health | models | chat
     message: str  # what answered, or why not
     model: str | None = None
+    refused: int | None = None  # 401/403: the server is up and wants a (different) key
+
+
+AUTH_STATUS = (401, 403)
 
 
 def _reason(exc: Exception, timeout: float) -> str:
@@ -56,23 +66,30 @@ def check_health(client: Any, base_url: str, path: str, timeout: float) -> str |
     return None
 
 
-def list_model(client: Any, base_url: str, timeout: float) -> tuple[str | None, str | None]:
-    """(first model id, None) or (None, why not)."""
+def list_model(
+    client: Any, base_url: str, timeout: float
+) -> tuple[str | None, str | None, int | None]:
+    """(first model id, None, None), or (None, why not, the status when it is 401/403)."""
     resp, err = _get(client, base_url + "/v1/models", timeout)
     if err is not None:
-        return None, f"GET /v1/models: {err}"
+        return None, f"GET /v1/models: {err}", None
+    if resp.status_code in AUTH_STATUS:
+        return None, "GET /v1/models", resp.status_code
     if resp.status_code != 200:
-        return None, f"GET /v1/models: HTTP {resp.status_code}"
+        return None, f"GET /v1/models: HTTP {resp.status_code}", None
     try:
         data = resp.json().get("data") or []
         model = data[0]["id"]
     except (ValueError, AttributeError, LookupError, TypeError):
-        return None, "GET /v1/models: no model listed"
-    return str(model), None
+        return None, "GET /v1/models: no model listed", None
+    return str(model), None, None
 
 
-def tiny_chat(client: Any, base_url: str, model: str, timeout: float) -> str | None:
-    """None when a chat completion came back, else why not."""
+def tiny_chat(
+    client: Any, base_url: str, model: str, timeout: float
+) -> tuple[str | None, int | None]:
+    """(None, None) when a chat completion came back, else (why not, the status when it is
+    401/403)."""
     import httpx
 
     body = {
@@ -84,17 +101,19 @@ def tiny_chat(client: Any, base_url: str, model: str, timeout: float) -> str | N
     try:
         resp = client.post(base_url + "/v1/chat/completions", json=body, timeout=timeout)
     except httpx.HTTPError as exc:
-        return f"POST /v1/chat/completions: {_reason(exc, timeout)}"
+        return f"POST /v1/chat/completions: {_reason(exc, timeout)}", None
+    if resp.status_code in AUTH_STATUS:
+        return "POST /v1/chat/completions", resp.status_code
     if resp.status_code != 200:
         detail = resp.text.strip().replace("\n", " ")[:200]
-        return f"POST /v1/chat/completions: HTTP {resp.status_code} {detail}".rstrip()
+        return f"POST /v1/chat/completions: HTTP {resp.status_code} {detail}".rstrip(), None
     try:
         choice = resp.json()["choices"][0]
     except (ValueError, LookupError, TypeError):
-        return "POST /v1/chat/completions: the answer has no choices"
+        return "POST /v1/chat/completions: the answer has no choices", None
     if not isinstance(choice, dict) or not (choice.get("message") or choice.get("finish_reason")):
-        return "POST /v1/chat/completions: the answer has no message"
-    return None
+        return "POST /v1/chat/completions: the answer has no message", None
+    return None, None
 
 
 def readiness(
@@ -104,12 +123,12 @@ def readiness(
     err = check_health(client, base_url, health_path, probe_timeout)
     if err is not None:
         return ProbeResult(False, "health", err)
-    model, err = list_model(client, base_url, probe_timeout)
+    model, err, refused = list_model(client, base_url, probe_timeout)
     if err is not None or model is None:
-        return ProbeResult(False, "models", err or "no model")
-    err = tiny_chat(client, base_url, model, chat_timeout)
+        return ProbeResult(False, "models", err or "no model", refused=refused)
+    err, refused = tiny_chat(client, base_url, model, chat_timeout)
     if err is not None:
-        return ProbeResult(False, "chat", err, model)
+        return ProbeResult(False, "chat", err, model, refused=refused)
     return ProbeResult(
         True, "chat", f"{health_path}, /v1/models and a chat completion answered", model
     )

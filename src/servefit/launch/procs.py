@@ -105,18 +105,34 @@ def group_members(pgid: int | None) -> list[int]:
     return sorted(members)
 
 
-def run_marker(pid: int) -> str | None:
-    """The SERVEFIT_RUN_ID in `pid`'s environment; None when absent or unreadable."""
+def _nul_separated(pid: int, name: str) -> list[str] | None:
     try:
-        with open(f"{_PROC}/{pid}/environ", "rb") as fh:
-            env = fh.read()
+        with open(f"{_PROC}/{pid}/{name}", "rb") as fh:
+            raw = fh.read()
     except OSError:
         return None
-    prefix = RUN_MARKER.encode() + b"="
-    for item in env.split(b"\0"):
-        if item.startswith(prefix):
-            return item[len(prefix) :].decode("utf-8", "replace")
-    return None
+    return [item.decode("utf-8", "surrogateescape") for item in raw.split(b"\0") if item]
+
+
+def cmdline(pid: int) -> list[str]:
+    """`pid`'s argv ([] when gone or unreadable)."""
+    return _nul_separated(pid, "cmdline") or []
+
+
+def environ(pid: int) -> dict[str, str]:
+    """`pid`'s environment as it started ({} when gone or unreadable: only its user, or root,
+    may read it)."""
+    out: dict[str, str] = {}
+    for item in _nul_separated(pid, "environ") or []:
+        name, eq, value = item.partition("=")
+        if eq:
+            out[name] = value
+    return out
+
+
+def run_marker(pid: int) -> str | None:
+    """The SERVEFIT_RUN_ID in `pid`'s environment; None when absent or unreadable."""
+    return environ(pid).get(RUN_MARKER)
 
 
 def process_name(pid: int) -> str:

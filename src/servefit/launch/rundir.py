@@ -13,6 +13,12 @@ Writes go to a temporary file in the same directory, are flushed to disk and the
 the target (os.replace is atomic on POSIX), so a reader sees the old or the new file, never a
 torn one. Read-modify-write of run.json holds an flock on run.lock, because the supervisor and
 `servefit stop` both update it.
+
+Private: the directory is 0700 and every file in it 0600 (engine.log included, which SGLang
+fills with its server arguments), whatever the umask. Every file servefit writes here goes
+through the run's redactor (servefit.redact): secrets appear as `***` + fingerprint; only
+engine.log, the engine's own output, is kept verbatim. A run directory of another user is
+refused, never read.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from servefit.errors import ArgumentError
-from servefit.launch.schema import RunRecord
+from servefit.launch.schema import LaunchSpec, RunRecord
+from servefit.redact import Redactor
 
 RUNS_ENV = "SERVEFIT_RUNS_DIR"
 
@@ -45,9 +52,32 @@ def default_root() -> Path:
     return Path(state) / "servefit" / "runs"
 
 
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def open_private(path: Path, flags: int) -> int:
+    """os.open with mode 0600 whatever the umask (the umask only removes bits; fchmod sets
+    exactly these); for a file that already exists the mode is set again."""
+    fd = os.open(path, flags, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_private_dir(path: Path) -> None:
+    """mkdir (not existing yet) and chmod 0700, whatever the umask."""
+    path.mkdir(mode=DIR_MODE)
+    os.chmod(path, DIR_MODE)
+
+
 def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 minus the umask; exactly 0600 here
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -60,8 +90,28 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 class RunDir:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    """A run's directory. `spec` (what to execute, secrets included) exists only in the
+    process that prepared the run and in its supervisor; `redactor` cleans every write."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        spec: LaunchSpec | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.path = Path(path)
+        self.spec = spec
+        self._redactor = redactor
+
+    @property
+    def redactor(self) -> Redactor:
+        """The launch's own (its secret values known) or, for a run read later, every
+        engine's secret flags and names."""
+        if self._redactor is None:
+            from servefit.engines.secretflags import redactor
+
+            self._redactor = redactor()
+        return self._redactor
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -105,26 +155,62 @@ class RunDir:
     # ---- creating
 
     @classmethod
-    def create(cls, root: str | os.PathLike[str], now: float | None = None) -> RunDir:
-        """A new, empty run directory; names sort by start time."""
+    def create(
+        cls,
+        root: str | os.PathLike[str],
+        now: float | None = None,
+        *,
+        spec: LaunchSpec | None = None,
+        redactor: Redactor | None = None,
+    ) -> RunDir:
+        """A new, empty, private run directory; names sort by start time."""
         root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
+        if not root.is_dir():
+            root.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):  # another launch made it meanwhile
+                make_private_dir(root)
         stamp = datetime.fromtimestamp(now if now is not None else time.time(), tz=timezone.utc)
         for _ in range(20):
             path = root / f"{stamp:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
             try:
-                path.mkdir()
+                make_private_dir(path)
             except FileExistsError:
                 continue
-            return cls(path)
+            return cls(path, spec=spec, redactor=redactor)
         raise ArgumentError(f"cannot create a run directory under {root}")
 
     def write_json(self, path: Path, obj: Any) -> None:
-        write_atomic(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+        """JSON, redacted: values under secret names, and every string as text."""
+        text = json.dumps(self.redactor.data(obj), indent=2, sort_keys=False)
+        write_atomic(path, text + "\n")
+
+    def write_text(self, path: Path, text: str) -> None:
+        write_atomic(path, self.redactor.text(text))
 
     def open_new_log(self) -> Any:
-        """engine.log, created here and now; an existing file is an error, never reused."""
-        return open(self.log_path, "xb")  # noqa: SIM115 - handed to the engine process
+        """engine.log, created here and now (0600); an existing file is an error, never
+        reused. The engine writes it verbatim."""
+        fd = open_private(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        return os.fdopen(fd, "wb")
+
+    def open_supervisor_log(self) -> Any:
+        fd = open_private(self.supervisor_log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        return os.fdopen(fd, "ab")
+
+    # ---- ownership
+
+    def owner_uid(self) -> int:
+        return self.path.stat().st_uid
+
+    def check_owner(self) -> None:
+        """A run of another user is refused: its files are private, and its processes are
+        not ours to signal."""
+        uid = self.owner_uid()
+        if uid != os.geteuid():
+            raise ArgumentError(
+                f"run {self.id} belongs to {_user_name(uid)}, not to you: servefit reads and "
+                f"stops only your own runs ({self.path})"
+            )
 
     # ---- the record
 
@@ -136,13 +222,13 @@ class RunDir:
             self._write(record)
 
     def _write(self, record: RunRecord) -> None:
-        write_atomic(self.record_path, record.model_dump_json(indent=2) + "\n")
+        self.write_json(self.record_path, record.model_dump(mode="json"))
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         import fcntl
 
-        with open(self._lock_path, "a+") as fh:
+        with os.fdopen(open_private(self._lock_path, os.O_RDWR | os.O_CREAT), "r+b") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
@@ -164,20 +250,54 @@ class RunDir:
             return None
 
 
-def list_runs(root: str | os.PathLike[str]) -> list[RunDir]:
-    """Run directories under `root` that have a record, oldest first."""
-    root = Path(root)
+def _user_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _has_record(path: Path) -> bool:
+    try:
+        return (path / "run.json").is_file()
+    except PermissionError:  # another user's private run: listed by its owner, never read
+        return path.is_dir()
+
+
+def _all_runs(root: Path) -> list[RunDir]:
     if not root.is_dir():
         return []
-    return [RunDir(p) for p in sorted(root.iterdir()) if (p / "run.json").is_file()]
+    return [RunDir(p) for p in sorted(root.iterdir()) if _has_record(p)]
+
+
+def list_runs(root: str | os.PathLike[str]) -> list[RunDir]:
+    """Your run directories under `root` that have a record, oldest first."""
+    uid = os.geteuid()
+    return [r for r in _all_runs(Path(root)) if r.owner_uid() == uid]
+
+
+def foreign_runs(root: str | os.PathLike[str]) -> list[RunDir]:
+    """Run directories under `root` of other users (listed by name only, never read)."""
+    uid = os.geteuid()
+    return [r for r in _all_runs(Path(root)) if r.owner_uid() != uid]
 
 
 def resolve(root: str | os.PathLike[str], ref: str | None) -> RunDir:
-    """A run by full name, short id (the part after the time), unique prefix, a path, or
-    None/"latest" for the newest."""
-    if ref and os.sep in ref and (Path(ref) / "run.json").is_file():
+    """One of your runs by full name, short id (the part after the time), unique prefix, a
+    path, or None/"latest" for the newest. A match of another user is refused."""
+    run = _resolve(root, ref)
+    run.check_owner()
+    return run
+
+
+def _resolve(root: str | os.PathLike[str], ref: str | None) -> RunDir:
+    if ref and os.sep in ref and _has_record(Path(ref)):
         return RunDir(ref)
-    runs = list_runs(root)
+    latest = ref in (None, "", "latest")
+    # A named run of another user is found, then refused by name (resolve); "latest" is yours.
+    runs = list_runs(root) if latest else _all_runs(Path(root))
     if not runs:
         raise ArgumentError(f"no runs under {root} (servefit launch creates them)")
     if ref in (None, "", "latest"):

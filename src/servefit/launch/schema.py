@@ -38,7 +38,7 @@ class _Model(BaseModel):
 class Check(_Model):
     """One preflight check. `fail` refuses the launch unless --force."""
 
-    name: str  # plan | gpu-memory | gpu-processes | port | visible-devices | nvml
+    name: str  # plan | gpu-memory | gpu-processes | port | exposure | visible-devices | nvml
     status: CheckStatus
     message: str
     detail: list[str] = Field(default_factory=list)
@@ -97,6 +97,18 @@ class Timings(_Model):
     time_to_ready_s: float | None = None  # ready - started
 
 
+class LaunchSpec(_Model):
+    """What the supervisor executes, with the real values of every secret. Never written to
+    the run directory (argv.json and env.json hold the redacted copies): `servefit launch`
+    hands it to the detached supervisor through a pipe (supervisor.spawn_supervisor)."""
+
+    argv: list[str]
+    env: dict[str, str]  # only what servefit sets or changes, as env.json
+    cwd: str
+    api_key: str | None = None  # the key the readiness probes send
+    api_key_source: str | None = None  # "--api-key" | "VLLM_API_KEY"
+
+
 class StopInfo(_Model):
     requested_at: float
     by: str  # "servefit stop", "not ready in time", "interrupted", ...
@@ -143,6 +155,10 @@ class RunRecord(_Model):
         default_factory=list
     )  # group members alive after the leader exited
     diagnosis: str | None = None  # the doctor's summary; the full text is in diagnosis.txt
+    probe_key: str | None = None  # the key the probes send, redacted: "--api-key ***5e884898"
+    # Why readiness stopped at /health: the server wants a key servefit does not know (or
+    # refused the one it sent). The server runs; it is not failed, and not stopped for it.
+    auth_note: str | None = None
 
     @property
     def time_to_ready_s(self) -> float | None:

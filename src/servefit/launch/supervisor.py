@@ -7,7 +7,10 @@ servefit itself dies. The supervisor reads that file as it grows and moves the r
 starting -> loading_weights -> allocating -> capturing_graphs from the engine's own lines
 (events.py), probes readiness (probe.py) in a thread, and declares the run ready only after
 /health, /v1/models and one chat completion have answered and the engine is still alive and
-healthy `settle_s` later. When the engine exits, the exit code or signal is recorded (only the
+healthy `settle_s` later. The probes send the launch's own key (auth.server_key); a server that
+answers 401/403 all the same wants a key servefit does not know: that is recorded
+(`auth_note`), readiness rests on /health alone, and the engine is never failed or stopped
+for it. When the engine exits, the exit code or signal is recorded (only the
 parent can read it, which is why the supervisor is the engine's parent), leftovers of the group
 are cleaned up, and the doctor is run on the log.
 """
@@ -15,6 +18,7 @@ are cleaned up, and the doctor is run on the log.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from servefit.launch import procs
+from servefit.launch.auth import ServerKey, auth_refused, launch_redactor, server_key
 from servefit.launch.events import LogProgress, split_lines
 from servefit.launch.probe import check_health, readiness
 from servefit.launch.rundir import RunDir
@@ -30,6 +35,7 @@ from servefit.launch.schema import (
     STAGES,
     STATE_LABEL,
     Check,
+    LaunchSpec,
     RunRecord,
     StopInfo,
     SupervisorConfig,
@@ -66,10 +72,15 @@ class _LogTail:
 class _Prober(threading.Thread):
     """Readiness probes until the first full answer, then health checks until told to stop."""
 
-    def __init__(self, base_url: str, config: Any) -> None:
+    def __init__(
+        self, base_url: str, config: Any, key: ServerKey | None = None, engine: str = ""
+    ) -> None:
         super().__init__(name="servefit-probe", daemon=True)
         self.base_url = base_url
         self.config = config
+        self.key = key
+        self.engine = engine
+        self.auth_note: str | None = None  # the server answered 401/403: it wants a key
         self.stop_event = threading.Event()
         self.first_ok_at: float | None = None  # monotonic time of the first full answer
         self.settled = threading.Event()  # still healthy settle_s after the first answer
@@ -82,8 +93,9 @@ class _Prober(threading.Thread):
         import httpx
 
         cfg = self.config
+        headers = {"Authorization": f"Bearer {self.key.value}"} if self.key else {}
         # trust_env=False: the engine is on this machine; an HTTP(S)_PROXY must not carry the probes
-        with httpx.Client(trust_env=False) as client:
+        with httpx.Client(trust_env=False, headers=headers) as client:
             while not self.stop_event.is_set():
                 self.tries += 1
                 result = readiness(
@@ -91,6 +103,14 @@ class _Prober(threading.Thread):
                 )
                 self.last = result.message
                 if result.ok:
+                    self.model = result.model
+                    self.first_ok_at = time.monotonic()
+                    break
+                if result.refused is not None:
+                    # Healthy, and it wants a key: more probes cannot get further.
+                    self.auth_note = auth_refused(
+                        result.refused, self.key, self.engine, result.message
+                    )
                     self.model = result.model
                     self.first_ok_at = time.monotonic()
                     break
@@ -120,7 +140,13 @@ class Supervisor:
     """Runs one launch from spawn to exit; `run()` returns the final record."""
 
     def __init__(self, run: RunDir) -> None:
+        if run.spec is None:
+            raise ValueError(
+                f"no launch spec for {run.path}: the supervisor gets it from prepare_run or, "
+                "detached, on its standard input (spawn_supervisor)"
+            )
         self.rundir = run
+        self.spec: LaunchSpec = run.spec
         self.record = run.read()
         self.proc: subprocess.Popen[bytes] | None = None
         self.progress = LogProgress(self.record.engine)
@@ -134,6 +160,7 @@ class Supervisor:
     _OWNED = (
         "state", "message", "pid", "pgid", "pid_start_ticks", "watcher_pid", "exit_code",
         "exit_signal", "served_model", "timings", "facts", "leftover_pids", "diagnosis",
+        "auth_note",
     )  # fmt: skip
 
     def _commit(self) -> None:
@@ -178,7 +205,9 @@ class Supervisor:
         self.record.watcher_pid = os.getpid()
         if not self._spawn():
             return self.record
-        self.prober = _Prober(self.record.url, self.record.config)
+        spec = self.spec
+        key = ServerKey(spec.api_key, spec.api_key_source or "--api-key") if spec.api_key else None
+        self.prober = _Prober(self.record.url, self.record.config, key, self.record.engine)
         self.prober.start()
         tail = _LogTail(self.rundir.log_path)
         next_stop_poll = 0.0
@@ -203,10 +232,9 @@ class Supervisor:
         return self.record
 
     def _spawn(self) -> bool:
-        argv_info = self.rundir.read_json(self.rundir.argv_path) or {}
-        argv: list[str] = list(argv_info.get("argv") or [])
-        changed: dict[str, str] = self.rundir.read_json(self.rundir.env_path) or {}
-        env = {**os.environ, **changed}
+        # The real argv and environment (argv.json and env.json hold the redacted copies).
+        argv = list(self.spec.argv)
+        env = {**os.environ, **self.spec.env}
         with self.rundir.update() as rec:
             rec.watcher_pid = self.record.watcher_pid
             if rec.stop_requested:
@@ -267,6 +295,7 @@ class Supervisor:
             return
         if prober.settled.is_set():
             rec.served_model = prober.model
+            rec.auth_note = prober.auth_note
             self._enter("ready", fill=False)
             rec.timings.time_to_ready_s = round(rec.timings.ready - rec.timings.started, 3)  # type: ignore[operator]
             self._ready_mono = time.monotonic()
@@ -356,9 +385,7 @@ class Supervisor:
             diagnosis = None
             self.record.diagnosis = f"diagnosis failed: {type(exc).__name__}: {exc}"
         if diagnosis is not None:
-            from servefit.launch.rundir import write_atomic
-
-            write_atomic(self.rundir.diagnosis_path, diagnosis.text)
+            self.rundir.write_text(self.rundir.diagnosis_path, diagnosis.text)
             self.record.diagnosis = diagnosis.summary
         self._commit()
 
@@ -376,23 +403,35 @@ def prepare_run(
     typed: list[str] | None = None,
 ) -> RunDir:
     """A new run directory with everything the supervisor needs: argv.json, env.json,
-    plan.json and the first run record. `launch` is a command.EngineLaunch, `request` the
-    PlanRequest of the plan (when planned)."""
-    run = RunDir.create(root)
+    plan.json and the first run record, all redacted; the real argv and environment stay in
+    memory (`RunDir.spec`) for the supervisor. `launch` is a command.EngineLaunch, `request`
+    the PlanRequest of the plan (when planned)."""
     env = {**launch.env, **(extra_env or {})}
     if "PYTHONUNBUFFERED" not in os.environ and "PYTHONUNBUFFERED" not in env:
         env["PYTHONUNBUFFERED"] = "1"  # progress lines reach the log as they are printed
-    env[procs.RUN_MARKER] = run.id  # inherited by every process of the engine: its identity
     cwd = os.getcwd()
-    run.write_json(run.argv_path, {"argv": launch.argv, "cwd": cwd, "typed": typed or launch.argv})
-    run.write_json(run.env_path, env)
+    key = server_key(launch.engine, launch.engine_argv, {**os.environ, **env})
+    typed = list(typed or launch.argv)
+    redactor = launch_redactor(launch.engine, [*launch.argv, *typed], env)
+    run = RunDir.create(root, redactor=redactor)
+    env[procs.RUN_MARKER] = run.id  # inherited by every process of the engine: its identity
+    run.spec = LaunchSpec(
+        argv=list(launch.argv),
+        env=env,
+        cwd=cwd,
+        api_key=key.value if key else None,
+        api_key_source=key.source if key else None,
+    )
+    argv = redactor.argv(launch.argv)
+    run.write_json(run.argv_path, {"argv": argv, "cwd": cwd, "typed": redactor.argv(typed)})
+    run.write_json(run.env_path, redactor.env(env))
     if plan is not None:
         run.write_json(run.plan_path, plan.model_dump(mode="json"))
     run.save(
         RunRecord(
             id=run.id,
             engine=launch.engine,
-            command_line=launch.command_line,
+            command_line=shlex.join(argv),
             cwd=cwd,
             host=launch.host,
             port=launch.port,
@@ -407,6 +446,7 @@ def prepare_run(
             ),
             plan_gpu=str(request.gpu) if request is not None else None,
             plan_model=str(request.model) if request is not None else None,
+            probe_key=key.shown if key else None,
         )
     )
     return run
@@ -414,13 +454,23 @@ def prepare_run(
 
 def spawn_supervisor(run: RunDir) -> subprocess.Popen[bytes]:
     """`python -m servefit.launch.watch RUN_DIR` in its own session: it outlives the terminal
-    that launched it and does not receive that terminal's Ctrl-C."""
-    with open(run.supervisor_log_path, "ab") as out:
-        return subprocess.Popen(
+    that launched it and does not receive that terminal's Ctrl-C. The launch spec, secrets
+    included, goes to it through a pipe on its standard input, never through a file."""
+    assert run.spec is not None, "spawn_supervisor needs the run from prepare_run"
+    with run.open_supervisor_log() as out:
+        proc = subprocess.Popen(
             [sys.executable, "-m", "servefit.launch.watch", str(run.path)],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
         )
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(run.spec.model_dump_json().encode())
+    except BrokenPipeError:  # it died at once; supervisor.log says why
+        pass
+    finally:
+        proc.stdin.close()
+    return proc

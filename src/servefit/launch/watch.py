@@ -2,7 +2,9 @@
 
 `servefit launch` starts this detached (its own session, no terminal), so the engine keeps a
 parent that records its exit status after the terminal or the ssh session that launched it is
-gone. Its own output goes to the run's supervisor.log.
+gone. Its own output goes to the run's supervisor.log. What to execute (schema.LaunchSpec, with
+the real values of the secrets that the run's files hold redacted) arrives as JSON on its
+standard input.
 """
 
 from __future__ import annotations
@@ -13,14 +15,18 @@ import time
 
 
 def main(argv: list[str] | None = None) -> int:
+    from servefit.launch.auth import launch_redactor
     from servefit.launch.rundir import RunDir
+    from servefit.launch.schema import LaunchSpec
     from servefit.launch.supervisor import Supervisor
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m servefit.launch.watch RUN_DIR", file=sys.stderr)
+        print("usage: python -m servefit.launch.watch RUN_DIR < SPEC_JSON", file=sys.stderr)
         return 2
-    run = RunDir(args[0])
+    spec = LaunchSpec.model_validate_json(sys.stdin.buffer.read())
+    engine = RunDir(args[0]).read().engine
+    run = RunDir(args[0], spec=spec, redactor=launch_redactor(engine, spec.argv, spec.env))
     # A hang-up of the terminal that started servefit must not end the supervision.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from servefit.redact import mask, redact_url
+
 # Called with (channel, text) for each streamed delta, channel "content" or "reasoning";
 # returning True stops the stream (the client closes the connection).
 DeltaCallback = Callable[[str, str], bool]
@@ -93,8 +95,12 @@ def _error_message(response: httpx.Response) -> str:
     return _snippet(json.dumps(body))
 
 
+AUTH_STATUS = (401, 403)
+
+
 class EndpointClient:
-    """Talks to one server: GETs for metadata, chat completions streamed or not."""
+    """Talks to one server: GETs for metadata, chat completions streamed or not. Messages name
+    the server by `shown_url` (credentials inside the URL masked) and a key by its mark."""
 
     def __init__(
         self,
@@ -106,6 +112,8 @@ class EndpointClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
+        self.shown_url = redact_url(self.base_url)
+        self.key_mark = mask(api_key) if api_key else None
         self.timeout_s = timeout_s
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
@@ -126,11 +134,23 @@ class EndpointClient:
 
     # ------------------------------------------------------------------ plain requests
 
+    def _status_reason(self, response: httpx.Response, what: str) -> str:
+        """`what: HTTP status: the server's message`, and for 401/403 what to do about it."""
+        reason = f"{what}: HTTP {response.status_code}: {_error_message(response)}"
+        if response.status_code not in AUTH_STATUS:
+            return reason
+        if self.key_mark is None:
+            return (
+                f"{reason}: the server requires an API key; give it with --api-key or "
+                "SERVEFIT_API_KEY, or --run RUN for a server servefit launched"
+            )
+        return f"{reason}: the server refused the API key sent ({self.key_mark})"
+
     def _transport_reason(self, exc: httpx.HTTPError, what: str) -> str:
         if isinstance(exc, httpx.ConnectTimeout):
-            return f"{what}: no connection to {self.base_url} within the connect timeout"
+            return f"{what}: no connection to {self.shown_url} within the connect timeout"
         if isinstance(exc, httpx.ConnectError):
-            return f"{what}: cannot connect to {self.base_url} ({exc})"
+            return f"{what}: cannot connect to {self.shown_url} ({redact_url(str(exc))})"
         if isinstance(exc, httpx.TimeoutException):
             return f"{what}: no response within {self.timeout_s:g} s (timed out)"
         if isinstance(exc, httpx.RemoteProtocolError):
@@ -147,9 +167,7 @@ class EndpointClient:
     def get_json(self, path: str) -> Any:
         response = self.get(path)
         if response.status_code >= 400:
-            raise EndpointError(
-                f"GET {path}: HTTP {response.status_code}: {_error_message(response)}"
-            )
+            raise EndpointError(self._status_reason(response, f"GET {path}"))
         try:
             return response.json()
         except ValueError:
@@ -168,7 +186,7 @@ class EndpointClient:
         except httpx.HTTPError as exc:
             raise EndpointError(self._transport_reason(exc, what)) from None
         if response.status_code >= 400:
-            raise EndpointError(f"{what}: HTTP {response.status_code}: {_error_message(response)}")
+            raise EndpointError(self._status_reason(response, what))
         try:
             obj = response.json()
         except ValueError:
@@ -205,9 +223,7 @@ class EndpointClient:
             with self._http.stream("POST", "/v1/chat/completions", json=payload) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise EndpointError(
-                        f"{what}: HTTP {response.status_code}: {_error_message(response)}"
-                    )
+                    raise EndpointError(self._status_reason(response, what))
                 for line in response.iter_lines():
                     if self._consume(line, out, calls, tokens, started, on_delta):
                         break

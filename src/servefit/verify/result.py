@@ -32,6 +32,7 @@ class VerifyReport(BaseModel):
     engine: str | None  # "sglang" | "vllm" | None when it could not be told
     reference_url: str | None = None
     checks: list[CheckResult]
+    warnings: list[str] = Field(default_factory=list)  # e.g. a key sent over plain HTTP
 
     @property
     def failed(self) -> list[CheckResult]:

@@ -61,9 +61,9 @@ def verify(
         if reference is not None:
             reference.close()
     return VerifyReport(
-        url=client.base_url,
+        url=client.shown_url,
         model=ctx.model,
         engine=ctx.engine,
-        reference_url=reference.base_url if reference else None,
+        reference_url=reference.shown_url if reference else None,
         checks=outcomes,
     )
