@@ -140,6 +140,13 @@ def test_urls_and_bearer():
     assert ALL.text("a basic test, the bearer of news") == "a basic test, the bearer of news"
 
 
+def test_a_hugging_face_token_by_its_shape():
+    # an engine that prints the token in a sentence of its own, after the run is over (no value
+    # known any more): the hf_ + 34 letters and digits shape is enough
+    assert ALL.text(f"Using token {HF} for the Hub") == f"Using token {MHF} for the Hub"
+    assert ALL.text("hf_transfer enabled; hf_hub_download") == "hf_transfer enabled; hf_hub_download"
+
+
 def test_known_values_anywhere_and_short_ones_only_where_named():
     r = Redactor().with_values([KEY, "short", "12345678"])
     assert r.values == (KEY,)  # short values and numbers would mangle ordinary text

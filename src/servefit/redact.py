@@ -16,7 +16,8 @@ What counts as secret:
     HUGGING_FACE_HUB_TOKEN, VLLM_API_KEY, ...); counts of tokens (`*TOKENS*`) and tokenizer
     settings (`*TOKENIZER*`) are not credentials and stay readable;
   * credentials inside URLs (`https://user:password@host`);
-  * an `Authorization: Bearer ...` value;
+  * an `Authorization: Bearer ...` value, and a Hugging Face token by its shape (`hf_` and 34
+    letters and digits, as `huggingface-cli login` issues them), wherever it appears;
   * any value a `Redactor` was told about, wherever it appears.
 
 This module depends on nothing else in servefit, so every layer can use it.
@@ -131,6 +132,7 @@ _OPTION = re.compile(
     r"(?P<more>(?:[ \t]+(?!-)[^\s'\"\],]+)*)"
 )
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HF_TOKEN = re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])")
 # Cheap tests before the patterns run: most log lines carry none of these.
 _ENV_HINT = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL")
 # A token used as the user part of a URL is a credential when it is this long (a GitHub or Hub
@@ -199,6 +201,8 @@ class Redactor:
             if value in text:
                 text = text.replace(value, mask(value))
         text = redact_url(text)
+        if "hf_" in text:
+            text = _HF_TOKEN.sub(lambda m: mask(m.group(0)), text)
         if "earer" in text or "EARER" in text or "asic" in text:
             text = _BEARER.sub(lambda m: m.group("pre") + mask(m.group("val")), text)
         if self.flags.names and any(n in text for n in self.flags.names):

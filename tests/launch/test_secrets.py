@@ -28,6 +28,7 @@ KEY2 = "sk-servefit-second-8e1d2c3b4a"
 HF = "hf_StandInTokenNotARealOne0123456789"
 HIDDEN = "sk-from-a-config-file-5d6e7f"
 SECRETS = (KEY, KEY2, HF, HIDDEN)
+M_KEY = mask(KEY)
 FAST = ["--probe-interval", "0.05", "--settle", "0.3", "--probe-timeout", "2", "--grace", "3"]
 VERIFY_FAST = ["--skip", "speed", "--skip", "reference", "--timeout", "10"]
 SGLANG = [PYTHON, "-m", "sglang.launch_server", *SEED_SIZING_ARGV]
@@ -205,6 +206,8 @@ def test_vllm_keys_from_flag_and_environment(capsys, runs_root, open_umask):
     code, out, err = run(capsys, "stop", second.id, "--runs-dir", str(runs_root))
     printed += [out, err]
     assert_no_secret(runs_root, printed)
+    code, out, err = run(capsys, "verify", "--run", second.id, "--runs-dir", str(runs_root))
+    assert code == 2 and err == f"servefit: error: run {second.id} is not running (stopped)\n"
 
 
 def test_a_key_servefit_does_not_know_is_not_a_failure(capsys, runs_root):
@@ -282,3 +285,26 @@ def test_runs_of_another_user_are_refused(capsys, runs_root, monkeypatch):
         "only your own runs)\n"
     )
     assert isinstance(RunDir(mine.path).redactor.flags.options, frozenset)
+
+
+def test_logs_redact_whole_lines_only(runs_root):
+    """A line the engine is still writing is held back until it ends, so a key split between
+    two reads of the growing log is still recognised."""
+    from servefit.engines.secretflags import redactor
+    from servefit.launch import logview
+    from servefit.launch.command import parse_launch
+    from servefit.launch.supervisor import prepare_run
+
+    rundir = prepare_run(runs_root, parse_launch(["python", "-m", "sglang.launch_server"]))
+    printed: list[str] = []
+    with rundir.open_new_log() as log:
+        log.write(f"[2026-01-01 00:00:00] server_args=ServerArgs(api_key='{KEY[:9]}".encode())
+        log.flush()
+        pos, rest = logview._emit(rundir.log_path, 0, b"", redactor("sglang"), printed.append)
+        assert printed == [] and pos > 0
+        log.write(f"{KEY[9:]}', tp_size=2)\nnext line".encode())
+        log.flush()
+        pos, rest = logview._emit(rundir.log_path, pos, rest, redactor("sglang"), printed.append)
+    assert printed == [f"[2026-01-01 00:00:00] server_args=ServerArgs(api_key='{M_KEY}', tp_size=2)"]
+    assert rest == b"next line"
+    assert stat.S_IMODE(rundir.log_path.stat().st_mode) == 0o600
