@@ -176,9 +176,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, runs_root, argv, message):
 
 
 def test_ctrl_c_while_starting_stops_the_engine(capsys, runs_root, monkeypatch):
-    import servefit.cli.launch_cmd as launch_cmd
+    import servefit.launch.attach as attach
 
-    real_sleep = launch_cmd.time.sleep
+    real_sleep = attach.time.sleep
     fired = []
 
     def interrupt_once(seconds: float) -> None:
@@ -188,7 +188,7 @@ def test_ctrl_c_while_starting_stops_the_engine(capsys, runs_root, monkeypatch):
             raise KeyboardInterrupt
         real_sleep(seconds)
 
-    monkeypatch.setattr(launch_cmd.time, "sleep", interrupt_once)
+    monkeypatch.setattr(attach.time, "sleep", interrupt_once)
     code, out, _ = run(
         capsys,
         *launch_args(

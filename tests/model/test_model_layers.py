@@ -196,9 +196,7 @@ def test_transformers_defaults_families():
     from servefit.report.catalogs import summaries
 
     f = {
-        e.id.split("/")[1]: load_model(e.id)
-        for e in summaries(kinds=("defaults",))
-        if not e.error
+        e.id.split("/")[1]: load_model(e.id) for e in summaries(kinds=("defaults",)) if not e.error
     }
     falcon = f["falcon_h1"]  # every layer both attention and Mamba2 (configs/falcon_h1.py)
     assert falcon.attention_layer_ids == falcon.recurrent_layer_ids == tuple(range(32))

@@ -12,10 +12,12 @@ import copy
 import pytest
 
 from servefit import catalog
+from servefit.engines.sglang.common import pp_indices as sglang_pp
+from servefit.engines.vllm.common import pp_indices as vllm_pp
 from servefit.errors import ArgumentError
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec, load_model
-from servefit.model.weights import GiB, padded_vocab, pp_indices, weights_per_rank
+from servefit.model.weights import GiB, padded_vocab, weights_per_rank
 from tests.qwen38_fp8 import QWEN_FP8
 
 TOL = 0.015
@@ -173,15 +175,37 @@ def test_padded_vocab_matches_vocab_parallel_embedding():
     assert padded_vocab(201088, 8) == 201088  # already a multiple of 64 and divisible by 8
 
 
-def test_pp_indices_gives_extra_layers_to_the_last_stages():
-    # get_pp_indices: 10 layers / 4 stages -> 2, 2, 3, 3
-    assert [pp_indices(10, r, 4) for r in range(4)] == [(0, 2), (2, 4), (4, 7), (7, 10)]
-    assert [pp_indices(64, r, 2) for r in range(2)] == [(0, 32), (32, 64)]
+def test_each_engine_splits_the_layers_its_own_way():
+    # sglang/srt/distributed/utils.py:get_pp_indices: the last `remainder` stages get one more
+    # (10 layers / 4 stages -> 2, 2, 3, 3)
+    assert [sglang_pp(10, r, 4) for r in range(4)] == [(0, 2), (2, 4), (4, 7), (7, 10)]
+    assert [sglang_pp(64, r, 2) for r in range(2)] == [(0, 32), (32, 64)]
+    # vllm/distributed/utils.py:get_pp_indices: `for i in range(2, remaining_layers + 2):
+    # partitions[-i] += 1`, every stage but the last, from the second-to-last back
+    # (10 / 4 -> 2, 3, 3, 2; 11 / 4 -> 3, 3, 3, 2)
+    assert [vllm_pp(10, r, 4) for r in range(4)] == [(0, 2), (2, 5), (5, 8), (8, 10)]
+    assert [vllm_pp(11, r, 4) for r in range(4)] == [(0, 3), (3, 6), (6, 9), (9, 11)]
+    assert [vllm_pp(64, r, 2) for r in range(2)] == [(0, 32), (32, 64)]
+
+
+def test_pp_weights_follow_the_engine_split():
+    """Llama-3.1-8B (32 layers) on 3 stages: SGLang 10, 11, 11 puts 11 layers and the LM head
+    on the last stage; vLLM 11, 11, 10 puts 11 layers and the embedding on the first, 10 and
+    the head (and the final norm) on the last."""
+    m = load_model("meta-llama/Meta-Llama-3.1-8B")
+    layer = 218_112_000 * 2  # bf16 bytes of one decoder layer (see test_llama31_8b_exact)
+    table = 128256 * 4096 * 2  # the embedding, and the untied LM head, the same size
+    sgl = weights_per_rank(m, pp=3, pp_split=sglang_pp)
+    vll = weights_per_rank(m, pp=3, pp_split=vllm_pp)
+    assert (sgl.stage, sgl.target_bytes) == (2, 11 * layer + table + 4096 * 2)
+    assert (vll.stage, vll.target_bytes) == (0, 11 * layer + table)
+    with pytest.raises(ValueError, match="layer split"):
+        weights_per_rank(m, pp=3)
 
 
 def test_pp_puts_embedding_first_and_head_last():
     m = load_model("meta-llama/Meta-Llama-3.1-8B")
-    w = weights_per_rank(m, pp=2)
+    w = weights_per_rank(m, pp=2, pp_split=sglang_pp)
     layer = 218_112_000 * 2  # bf16 bytes of one decoder layer (see test_llama31_8b_exact)
     head = 128256 * 4096 * 2
     assert w.target_bytes == 16 * layer + head + 4096 * 2  # both stages tie; last has norm too
@@ -191,7 +215,7 @@ def test_pp_puts_embedding_first_and_head_last():
 def test_tied_head_gets_a_copy_on_the_last_stage():
     m = load_model("transformers-defaults/lfm2")  # tied, text-only (defaults, vocab 65536, 2560)
     assert weights_per_rank(m).parts["lm_head"] == 0
-    w = weights_per_rank(m, pp=2)
+    w = weights_per_rank(m, pp=2, pp_split=sglang_pp)
     assert w.stage == 1 and w.parts["lm_head"] == 65536 * 2560 * 2
 
 

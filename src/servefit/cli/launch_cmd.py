@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from servefit.cli.inputs import plan_options
+
+if TYPE_CHECKING:  # the CLI imports what a command needs when it runs
+    from servefit.hardware.nvml import LocalGPUs
+    from servefit.launch.command import EngineLaunch
+    from servefit.launch.schema import RunRecord
+    from servefit.plan.planner import PlanRequest
 
 EPILOG_LAUNCH = """\b
 Examples:
@@ -48,8 +53,8 @@ def _runs_dir_option(f):
 
 
 def _plan_request(
-    ctx: click.Context, opts: dict[str, Any], launch: Any, gpus: Any
-) -> tuple[Any, str | None, bool]:
+    ctx: click.Context, opts: dict[str, Any], launch: EngineLaunch, gpus: LocalGPUs
+) -> tuple[PlanRequest | None, str | None, bool]:
     """(PlanRequest, None, False), or (None, why the launch is not planned, whether the reason
     is one the engine itself would reject the launch for)."""
     from servefit.cli.inputs import request_from_cli
@@ -179,6 +184,7 @@ def launch(
     from servefit.cli.inputs import LAUNCH_KEY, env_from_cli
     from servefit.errors import ArgumentError
     from servefit.hardware.nvml import local_gpus
+    from servefit.launch.attach import attach
     from servefit.launch.command import parse_launch
     from servefit.launch.preflight import run_preflight
     from servefit.launch.progress import render_checks
@@ -246,99 +252,7 @@ def launch(
     )
     console.print(f"[bold]launch[/] {run.id}  {run.read().command_line}")
     watcher = spawn_supervisor(run)
-    ctx.exit(_follow_run(console, run, watcher, follow))
-
-
-def _follow_run(console: Any, run: Any, watcher: Any, follow: bool) -> int:
-    from servefit.launch.progress import ProgressView
-
-    view = ProgressView(console, run.read_json(run.plan_path))
-    rec = run.read()
-    try:
-        while True:
-            rec = run.read()
-            view.update(rec)
-            if rec.state == "ready" and not follow:
-                break
-            if rec.terminal:
-                _wait_supervisor(watcher, run)
-                rec = run.read()
-                break
-            if watcher.poll() is not None:
-                rec = run.read()
-                if not rec.terminal and not (rec.state == "ready" and not follow):
-                    view.close()
-                    return _supervisor_died(console, run, rec)
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        view.close()
-        if rec.state == "ready":
-            console.print(f"detached; the engine keeps running (servefit stop {run.id})")
-            return 0
-        console.print("interrupted: stopping the engine ...")
-        from servefit.launch.stop import stop_run
-
-        stop_run(run, by="Ctrl-C during start-up")
-        rec = run.read()
-        console.print(f"[yellow]stopped[/]: {rec.message or 'stopped'}")
-        return 130
-    view.close()
-    return _summary(console, run, rec)
-
-
-def _wait_supervisor(watcher: Any, run: Any, timeout_s: float = 60.0) -> None:
-    """The supervisor exits once it has recorded the exit and diagnosed the log."""
-    import subprocess
-
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        watcher.wait(timeout=timeout_s)
-
-
-def _supervisor_died(console: Any, run: Any, rec: Any) -> int:
-    from servefit.launch.diagnose import tail
-
-    console.print(f"[red]the supervisor of run {run.id} exited unexpectedly[/]")
-    lines = tail(run.supervisor_log_path, 20)
-    for line in lines:
-        console.print(f"  {run.redactor.text(line)}", markup=False)
-    with run.update() as final:
-        if not final.terminal:
-            final.state = "failed"
-            final.message = "the supervisor exited unexpectedly" + (
-                f": {lines[-1]}" if lines else ""
-            )
-    if rec.pid:
-        from servefit.launch.stop import stop_run
-
-        stop_run(run, by="servefit launch (supervisor failed)")
-    return 1
-
-
-def _summary(console: Any, run: Any, rec: Any) -> int:
-    if rec.state == "ready":
-        took = rec.timings.time_to_ready_s
-        model = f" serving {rec.served_model}" if rec.served_model else ""
-        console.print(f"[green]ready[/] after {took:.1f} s: {rec.url}{model}")
-        if rec.auth_note:
-            console.print(f"  [yellow]![/] only /health answered: {rec.auth_note}")
-        console.print(
-            f"  logs: servefit logs {run.id}    stop: servefit stop {run.id}    run: {run.path}"
-        )
-        return 0
-    colour = "red" if rec.state == "failed" else "yellow"
-    console.print(f"[{colour}]{rec.state}[/]: {rec.message or ''}", markup=True)
-    if rec.state == "failed":
-        text = None
-        with contextlib.suppress(OSError):
-            text = run.diagnosis_path.read_text(encoding="utf-8")
-        if text:
-            console.print("[bold]diagnosis[/]")
-            console.file.flush()
-            click.echo(text.rstrip())  # already laid out (diagnosis.txt), printed as written
-        elif rec.diagnosis:
-            console.print(f"diagnosis: {rec.diagnosis}", markup=False)
-    console.print(f"  log: {run.log_path}")
-    return 1
+    ctx.exit(attach(console, run, watcher, follow))
 
 
 # ---------------------------------------------------------------------------------- stop
@@ -405,7 +319,7 @@ def stop(
         sys.exit(1)
 
 
-def _is_active(rec: Any, owned: Any) -> bool:
+def _is_active(rec: RunRecord, owned: Callable[[RunRecord], list[int]]) -> bool:
     return not rec.terminal or bool(owned(rec))
 
 

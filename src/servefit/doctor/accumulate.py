@@ -10,7 +10,7 @@ again: sglang/srt/speculative/eagle_worker.py).
 from __future__ import annotations
 
 import ast
-import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,53 +28,58 @@ from servefit.doctor.facts import (
     TrafficFacts,
 )
 from servefit.doctor.reader import Hit
+from servefit.doctor.rules import Event, EventKind
 from servefit.doctor.sglang import ARG_ERROR_MARKERS
 from servefit.engines import registry
 from servefit.engines.base import LogFeature
+from servefit.verify.detectors import first_loop
 
 PHASES = ("none", "args", "distributed", "weights", "pools", "graphs", "ready", "serving")
-PHASE_OF: dict[str, int] = {
+K = EventKind
+# The start-up phase (index into PHASES) each kind of line shows the launch reached; None for
+# the lines that say nothing about it (errors, exceptions, the exit).
+PHASE_OF: dict[EventKind, int | None] = {
     **dict.fromkeys(
         (
-            "command",
-            "args_dump",
-            "version",
-            "args_nondefault",
-            "engine_config",
-            "arch",
-            "max_model_len",
-            "batched_tokens",
-            "block_size",
-            "mamba_padding",
-            "change",
-            "gpu",
+            K.COMMAND,
+            K.ARGS_DUMP,
+            K.VERSION,
+            K.ARGS_NONDEFAULT,
+            K.ENGINE_CONFIG,
+            K.ARCH,
+            K.MAX_MODEL_LEN,
+            K.BATCHED_TOKENS,
+            K.BLOCK_SIZE,
+            K.MAMBA_PADDING,
+            K.CHANGE,
         ),
         1,
     ),
-    **dict.fromkeys(("dist_begin", "dist_end"), 2),
-    **dict.fromkeys(("weights_begin", "weights_end", "kv_dtype"), 3),
+    **dict.fromkeys((K.DIST_BEGIN, K.DIST_END), 2),
+    **dict.fromkeys((K.WEIGHTS_BEGIN, K.WEIGHTS_END, K.KV_DTYPE), 3),
     **dict.fromkeys(
         (
-            "mamba_pool",
-            "kv_pool",
-            "swa_split",
-            "pool_end",
-            "mm_reserve",
-            "kv_available",
-            "cg_estimate",
-            "kv_tokens",
-            "concurrency",
-            "gpu_blocks",
-            "v0_profile",
-            "padding_layers",
-            "final",
-            "cap",
+            K.MAMBA_POOL,
+            K.KV_POOL,
+            K.SWA_SPLIT,
+            K.POOL_END,
+            K.MM_RESERVE,
+            K.KV_AVAILABLE,
+            K.CG_ESTIMATE,
+            K.KV_TOKENS,
+            K.CONCURRENCY,
+            K.GPU_BLOCKS,
+            K.V0_PROFILE,
+            K.PADDING_LAYERS,
+            K.FINAL,
+            K.CAP,
         ),
         4,
     ),
-    **dict.fromkeys(("graph_begin", "graph_bs", "graph_end"), 5),
-    **dict.fromkeys(("ready", "engine_ready", "server_up"), 6),
-    **dict.fromkeys(("decode", "prefill", "http", "throughput", "spec", "finish_text"), 7),
+    **dict.fromkeys((K.GRAPH_BEGIN, K.GRAPH_BS, K.GRAPH_END), 5),
+    **dict.fromkeys((K.READY, K.ENGINE_READY, K.SERVER_UP), 6),
+    **dict.fromkeys((K.DECODE, K.PREFILL, K.HTTP, K.THROUGHPUT, K.SPEC, K.FINISH_TEXT), 7),
+    **dict.fromkeys((K.EXCEPTION_START, K.ERROR, K.ERROR_DETAIL, K.EXCEPTION, K.EXIT), None),
 }
 MAX_ERRORS = 20
 MAX_CHANGES = 40
@@ -201,7 +206,7 @@ class LaunchAcc:
     # ------------------------------------------------------------------ applying events
     def apply(self, hit: Hit) -> None:
         ev, line = hit.event, hit.line
-        kind = ev["kind"]
+        kind = EventKind(ev["kind"])
         if self.first_line is None:
             self.first_line = line.no
         self.last_line = line.no
@@ -211,16 +216,14 @@ class LaunchAcc:
         if hit.rule is not None and hit.rule.engine and self.engine is None:
             self.engine = hit.rule.engine
         self.kinds.add(kind)
-        self.last_event = kind
+        self.last_event = kind.value
         phase = PHASE_OF.get(kind)
         r = self.rank(line.rank)
         if phase is not None:
             if phase < 6:
                 r.phase = max(r.phase, phase)
             self.max_phase = max(self.max_phase, phase)
-        handler = getattr(self, "_on_" + kind, None)
-        if handler is not None:
-            handler(ev, hit, r)
+        HANDLERS[kind](self, ev, hit, r)
 
     def _on_command(self, ev, hit, r):
         self.command = ev["text"]
@@ -270,9 +273,6 @@ class LaunchAcc:
 
     def _on_arch(self, ev, hit, r):
         self.architecture = ev["arch"]
-
-    def _on_gpu(self, ev, hit, r):
-        self.gpu = self.gpu or str(ev["gpu"]).replace("_", " ")
 
     def _on_max_model_len(self, ev, hit, r):
         self.pools["max_model_len"] = ev["n"]
@@ -387,6 +387,9 @@ class LaunchAcc:
 
     def _on_mm_reserve(self, ev, hit, r):
         self.pools["mm_reserve_gib"] = ev["gib"]
+
+    def _on_graph_begin(self, ev, hit, r):
+        pass  # the phase is all it says
 
     def _on_graph_bs(self, ev, hit, r):
         if not r.draft and not self.graph_bs:
@@ -650,6 +653,13 @@ class LaunchAcc:
         )
 
 
+Handler = Callable[[LaunchAcc, Event, Hit, RankAcc], None]
+# every kind of line -> what it records (LaunchAcc._on_<kind>)
+HANDLERS: dict[EventKind, Handler] = {
+    kind: getattr(LaunchAcc, f"_on_{kind.value}") for kind in EventKind
+}
+
+
 def _same_numbers(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return bool(a) and a == b
 
@@ -664,21 +674,10 @@ def _family(engine: str | None, hints: set[LogFeature]) -> str | None:
 
 
 def repeated_unit(text: str) -> str | None:
-    """The repeating piece when an output is mostly one short piece over and over, else None.
-
-    A text of at least 200 characters that compresses below 12 % of its size and whose tail is
-    periodic (>= 4 copies of a unit of up to 200 characters) is a loop, not an answer.
-    """
-    if len(text) < 200:
+    """The repeating piece when a finished output loops, else None: the detector `servefit
+    verify` runs on generated text (verify/detectors.py:first_loop); when the loop is n-gram
+    reuse rather than an exact period, its description."""
+    finding = first_loop(text)
+    if not finding.degenerate:
         return None
-    data = text.encode("utf-8", "replace")
-    if len(zlib.compress(data)) > 0.12 * len(data):
-        return None
-    tail = text[-2000:]
-    for p in range(1, 201):
-        if 4 * p > len(tail):
-            break
-        unit = tail[-p:]
-        if tail.endswith(unit * 4):
-            return unit
-    return None
+    return finding.tail.unit if finding.tail is not None else finding.reason

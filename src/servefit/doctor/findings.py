@@ -8,8 +8,6 @@ from servefit.doctor.facts import ErrorFact, LaunchFacts, LogFacts
 from servefit.doctor.replay import measured
 from servefit.doctor.schema import Finding, Fix, FixChange, FixOption, Replay, RootCause
 
-GiB = 1 << 30
-
 # Tool / reasoning parsers per architecture family. The engine picks a parser from the chat
 # template (sglang/srt/parser/template_detection.py, 0.5.23): `<function=` and `<parameter=`
 # -> "qwen3_coder" (_is_qwen3_coder, checked before "qwen"); a JSON body in <tool_call> ->

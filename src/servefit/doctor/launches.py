@@ -26,10 +26,11 @@ from servefit.doctor.accumulate import PHASE_OF, LaunchAcc
 from servefit.doctor.argdump import args_from_command
 from servefit.doctor.facts import LaunchFacts, LogFacts
 from servefit.doctor.reader import Hit, LineSource, scan
+from servefit.doctor.rules import EventKind
 from servefit.errors import ArgumentError, ServefitError
 
 MAX_KEPT = 50
-_START = {"args_dump", "version", "args_nondefault", "command"}
+_START = {EventKind.ARGS_DUMP, EventKind.VERSION, EventKind.ARGS_NONDEFAULT, EventKind.COMMAND}
 
 
 class Splitter:
@@ -49,7 +50,7 @@ class Splitter:
 
     def _close(self) -> None:
         acc = self.current
-        if acc.empty or acc.kinds <= {"command"}:
+        if acc.empty or acc.kinds <= {EventKind.COMMAND}:
             return  # a command with no log after it is not a launch
         self.total += 1
         acc.index = self.total
@@ -62,11 +63,11 @@ class Splitter:
         if kind in _START:
             if acc.max_phase >= 2 or acc.outcome != "incomplete":
                 return True
-            if kind == "command":
-                if acc.kinds <= {"command"}:
+            if kind == EventKind.COMMAND:
+                if acc.kinds <= {EventKind.COMMAND}:
                     acc.first_line = None  # a later command replaces a bare earlier one
                 return False
-            if kind == "version" and acc.kinds <= {"version", "command"}:
+            if kind == EventKind.VERSION and acc.kinds <= {EventKind.VERSION, EventKind.COMMAND}:
                 return False  # a container banner and the server's own version line
             return kind in acc.kinds  # a second args dump / version line: another launch
         engine = hit.rule.engine if hit.rule is not None else None
@@ -80,7 +81,7 @@ class Splitter:
             if r is not None and r.phase >= 4 and not r.draft:
                 return not (acc.engine == "sglang" and acc.spec_evidence)
             if (
-                kind == "weights_end"
+                kind == EventKind.WEIGHTS_END
                 and r is not None
                 and r.phase == 3
                 and "weights_gib" in r.values

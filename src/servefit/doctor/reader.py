@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from servefit.doctor import sglang, vllm
-from servefit.doctor.rules import EXCEPTION_LINE, GENERIC_RULES, Event, Rule
+from servefit.doctor.rules import EXCEPTION_LINE, GENERIC_RULES, Event, EventKind, Rule
 from servefit.engines.secretflags import redactor
 
 MAX_LINE = 64 * 1024
@@ -190,7 +190,7 @@ def scan(source: LineSource) -> Iterator[Hit]:
         if event is not None:
             yield Hit(line, event, rule)
         elif _COMMAND.search(text):
-            yield Hit(line, {"kind": "command", "text": text.strip()}, None)
+            yield Hit(line, {"kind": EventKind.COMMAND, "text": text.strip()}, None)
 
 
 def match(text: str) -> tuple[Event | None, Rule | None]:
@@ -204,7 +204,7 @@ def match(text: str) -> tuple[Event | None, Rule | None]:
         m = r.pattern.search(text)
         if m:
             event = r.event(m)
-            if event["kind"] == "error":  # one-line errors carry their details too
+            if event["kind"] == EventKind.ERROR:  # one-line errors carry their details too
                 for d in candidates:
                     dm = d.pattern.search(text) if d.kind == "error_detail" else None
                     if dm:
@@ -212,7 +212,7 @@ def match(text: str) -> tuple[Event | None, Rule | None]:
             return event, r
     m = EXCEPTION_LINE.match(text.strip())
     if m:
-        return {"kind": "exception", "exc": m.group("exc"), "text": text.strip()}, None
+        return {"kind": EventKind.EXCEPTION, "exc": m.group("exc"), "text": text.strip()}, None
     return None, None
 
 

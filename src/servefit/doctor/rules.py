@@ -16,16 +16,76 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 Event = dict[str, Any]
+
+
+class EventKind(str, Enum):
+    """What a recognised line says. The rules emit these; doctor/accumulate.py gives each one a
+    start-up phase (PHASE_OF) and a handler (LaunchAcc._on_<kind>), tied by a test."""
+
+    COMMAND = "command"
+    ARGS_DUMP = "args_dump"
+    VERSION = "version"
+    ARGS_NONDEFAULT = "args_nondefault"
+    ENGINE_CONFIG = "engine_config"
+    ARCH = "arch"
+    MAX_MODEL_LEN = "max_model_len"
+    BATCHED_TOKENS = "batched_tokens"
+    BLOCK_SIZE = "block_size"
+    MAMBA_PADDING = "mamba_padding"
+    CHANGE = "change"
+    DIST_BEGIN = "dist_begin"
+    DIST_END = "dist_end"
+    WEIGHTS_BEGIN = "weights_begin"
+    WEIGHTS_END = "weights_end"
+    KV_DTYPE = "kv_dtype"
+    MAMBA_POOL = "mamba_pool"
+    KV_POOL = "kv_pool"
+    SWA_SPLIT = "swa_split"
+    POOL_END = "pool_end"
+    MM_RESERVE = "mm_reserve"
+    KV_AVAILABLE = "kv_available"
+    CG_ESTIMATE = "cg_estimate"
+    KV_TOKENS = "kv_tokens"
+    CONCURRENCY = "concurrency"
+    GPU_BLOCKS = "gpu_blocks"
+    V0_PROFILE = "v0_profile"
+    PADDING_LAYERS = "padding_layers"
+    FINAL = "final"
+    CAP = "cap"
+    GRAPH_BEGIN = "graph_begin"
+    GRAPH_BS = "graph_bs"
+    GRAPH_END = "graph_end"
+    READY = "ready"
+    ENGINE_READY = "engine_ready"
+    SERVER_UP = "server_up"
+    DECODE = "decode"
+    PREFILL = "prefill"
+    HTTP = "http"
+    THROUGHPUT = "throughput"
+    SPEC = "spec"
+    FINISH_TEXT = "finish_text"
+    EXCEPTION_START = "exception_start"
+    ERROR = "error"
+    ERROR_DETAIL = "error_detail"
+    EXCEPTION = "exception"
+    EXIT = "exit"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
 
 @dataclass(frozen=True)
 class Rule:
     key: str | tuple[str, ...]  # literal text every matching line contains (one of them)
     pattern: re.Pattern[str]
-    kind: str  # event kind (see doctor.accumulate)
+    kind: EventKind
     engine: str | None  # "sglang" | "vllm" | None (either)
     source: str  # where the engine prints it, e.g. "sglang/srt/...py:function"
     convert: Callable[[re.Match[str]], Event] | None = None
@@ -39,7 +99,7 @@ class Rule:
 def rule(
     key: str | tuple[str, ...], regex: str, kind: str, engine: str | None, source: str, convert=None
 ) -> Rule:
-    return Rule(key, re.compile(regex), kind, engine, source, convert)
+    return Rule(key, re.compile(regex), EventKind(kind), engine, source, convert)
 
 
 def num(text: str | None) -> int | float | None:

@@ -35,9 +35,6 @@ from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import Change, Consumer, PerRank, Pools
 
-GiB = 1 << 30
-MiB = 1 << 20
-
 
 @dataclass(frozen=True)
 class Flag:

@@ -20,8 +20,7 @@ from servefit.explain.schema import (
 )
 from servefit.plan.planner import PlanRequest, plan
 from servefit.plan.schema import Plan
-
-GiB = 1 << 30
+from servefit.units import GiB
 
 
 def explain_request(

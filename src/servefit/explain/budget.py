@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 
 from servefit.plan.schema import Plan
-
-GiB = 1 << 30
+from servefit.units import GiB
 
 
 def free_after_pools(p: Plan) -> float:

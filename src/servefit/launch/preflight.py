@@ -28,8 +28,8 @@ from typing import Any
 from servefit.errors import ServefitError
 from servefit.launch.command import EngineLaunch, visible_devices
 from servefit.launch.schema import Check
+from servefit.units import MIB_PER_GIB
 
-GiB = 1024.0  # MiB per GiB
 # NVML counts some memory as used on an idle GPU (driver reservations); only more than this is
 # taken as memory held by someone else.
 FOREIGN_THRESHOLD_MIB = 1024
@@ -236,12 +236,14 @@ def _memory_check(used: list[Any], plan: Any | None, request: Any | None) -> Che
         if d.free_mib is None or d.total_mib is None:
             lines.append(f"GPU {d.index}: memory not reported by NVML")
             continue
-        held_max = max(held_max, (d.used_mib or 0) / GiB)
-        lines.append(f"GPU {d.index}: {d.free_mib / GiB:.2f} of {d.total_mib / GiB:.2f} GiB free")
+        held_max = max(held_max, (d.used_mib or 0) / MIB_PER_GIB)
+        lines.append(
+            f"GPU {d.index}: {d.free_mib / MIB_PER_GIB:.2f} of {d.total_mib / MIB_PER_GIB:.2f} GiB free"
+        )
     if plan is None:
         return Check(name="gpu-memory", status="ok", message="; ".join(lines))
     need = plan.per_rank.total_gib - plan.per_rank.free_gib
-    if held_max * GiB <= FOREIGN_THRESHOLD_MIB:
+    if held_max * MIB_PER_GIB <= FOREIGN_THRESHOLD_MIB:
         return Check(
             name="gpu-memory",
             status="ok",

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from servefit.model.spec import ModelSpec
-from servefit.model.weights import WeightBreakdown, weights_per_rank
+from servefit.model.weights import PPSplit, WeightBreakdown, weights_per_rank
 
 T = TypeVar("T")
 
@@ -33,10 +33,15 @@ def by_identity(model: ModelSpec, key: tuple[Hashable, ...], make: Callable[[], 
 
 
 @lru_cache(maxsize=256)
-def _weights_by_value(model: ModelSpec, tp: int, pp: int, ep: int) -> WeightBreakdown:
-    return weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True)
+def _weights_by_value(
+    model: ModelSpec, tp: int, pp: int, ep: int, pp_split: PPSplit
+) -> WeightBreakdown:
+    return weights_per_rank(model, tp=tp, pp=pp, ep=ep, include_mtp=True, pp_split=pp_split)
 
 
-def weights(model: ModelSpec, tp: int, pp: int, ep: int) -> WeightBreakdown:
-    """weights_per_rank(model, tp, pp, ep, include_mtp=True): the most of a plan's time."""
-    return by_identity(model, ("w", tp, pp, ep), lambda: _weights_by_value(model, tp, pp, ep))
+def weights(model: ModelSpec, tp: int, pp: int, ep: int, pp_split: PPSplit) -> WeightBreakdown:
+    """weights_per_rank(model, tp, pp, ep, include_mtp=True) with the engine's PP layer split:
+    the most of a plan's time."""
+    return by_identity(
+        model, ("w", tp, pp, ep, pp_split), lambda: _weights_by_value(model, tp, pp, ep, pp_split)
+    )

@@ -9,10 +9,11 @@
   (sglang/srt/layers/vocab_parallel_embedding.py:VocabParallelEmbedding.__init__, pad_vocab_size).
 * EP: each rank holds ceil(experts / ep) routed experts, each split by the MoE-TP size
   max(1, tp // ep).
-* PP: decoder layers are split by sglang/srt/distributed/utils.py:get_pp_indices (the last
-  `num_layers % pp` stages get one extra layer); the embedding and the vision tower sit on the
-  first stage, the final norm and LM head on the last (a tied LM head gets its own copy there
-  when pp > 1).
+* PP: decoder layers are split by the engine's own get_pp_indices, which the caller passes as
+  `pp_split` (engines/sglang/common.py:pp_indices, engines/vllm/common.py:pp_indices: they put
+  the extra layers on different stages); the embedding and the vision tower sit on the first
+  stage, the final norm and LM head on the last (a tied LM head gets its own copy there when
+  pp > 1).
 * MTP / NextN layers are not part of the target: SGLang's Qwen3.5 loader skips every "mtp"
   weight (sglang/srt/models/qwen3_5.py:Qwen3_5ForConditionalGeneration.load_weights); the draft
   model loads them separately and shares the target's embedding and LM head. They are reported
@@ -24,6 +25,7 @@ tensor sizes are used instead of the estimate, sharded by name with the same rul
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import ceil
 from pathlib import Path
@@ -33,9 +35,8 @@ from servefit.model.params import PARTS, Tensor, tensors
 from servefit.model.quant import QuantPolicy
 from servefit.model.safetensors_index import StoredTensor, read_checkpoint
 from servefit.model.spec import ModelSpec
+from servefit.units import DTYPE_BYTES, GiB
 
-GiB = 1 << 30
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 _VOCAB_PAD = 64  # vocab_parallel_embedding.py:DEFAULT_VOCAB_PADDING_SIZE
 
 
@@ -77,13 +78,15 @@ def padded_vocab(vocab: int, tp: int) -> int:
     return ceil(vocab / pad) * pad
 
 
-def pp_indices(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
-    """[start, end) of the decoder layers on PP stage `rank` (get_pp_indices, no env list)."""
-    base, rem = divmod(num_layers, pp)
-    if rank >= pp - rem:
-        start = rank * (base + 1) - (pp - rem)
-        return start, start + base + 1
-    return rank * base, rank * base + base
+# (num_layers, stage, stages) -> [start, end) of the decoder layers on that stage: an engine's
+# get_pp_indices
+PPSplit = Callable[[int, int, int], tuple[int, int]]
+
+
+def _one_stage(num_layers: int, rank: int, pp: int) -> tuple[int, int]:
+    if pp != 1:
+        raise ValueError("weights_per_rank: pp > 1 needs the engine's layer split (pp_split)")
+    return 0, num_layers
 
 
 def _check(model: ModelSpec, tp: int, pp: int, ep: int) -> None:
@@ -144,9 +147,11 @@ def tensor_bytes(x: Tensor, policy: QuantPolicy, model_dtype: str, tp: int = 1, 
     return count * out * inp * DTYPE_BYTES.get(x.dtype or model_dtype, 2)
 
 
-def _estimate(model: ModelSpec, tp: int, pp: int, ep: int, include_mtp: bool) -> WeightBreakdown:
+def _estimate(
+    model: ModelSpec, tp: int, pp: int, ep: int, include_mtp: bool, pp_split: PPSplit
+) -> WeightBreakdown:
     policy = QuantPolicy(model.quant)
-    starts = [pp_indices(model.num_layers, r, pp) for r in range(pp)]
+    starts = [pp_split(model.num_layers, r, pp) for r in range(pp)]
     stages = [dict.fromkeys(PARTS, 0) for _ in range(pp)]
     draft = 0
     for x in tensors(model):
@@ -258,9 +263,15 @@ class _NameRules:
 
 
 def _from_checkpoint(
-    model: ModelSpec, stored: list[StoredTensor], tp: int, pp: int, ep: int, include_mtp: bool
+    model: ModelSpec,
+    stored: list[StoredTensor],
+    tp: int,
+    pp: int,
+    ep: int,
+    include_mtp: bool,
+    pp_split: PPSplit,
 ) -> WeightBreakdown:
-    starts = [pp_indices(model.num_layers, r, pp) for r in range(pp)]
+    starts = [pp_split(model.num_layers, r, pp) for r in range(pp)]
     stages = [dict.fromkeys(PARTS, 0) for _ in range(pp)]
     rules = _NameRules(model, tp, ep)
     draft = 0.0
@@ -306,6 +317,7 @@ def weights_per_rank(
     ep: int = 1,
     include_mtp: bool = False,
     checkpoint_dir: str | Path | None = None,
+    pp_split: PPSplit = _one_stage,
 ) -> WeightBreakdown:
     """Weight bytes on the most loaded rank under TP x PP (x EP for the routed experts).
 
@@ -324,5 +336,5 @@ def weights_per_rank(
     if directory is not None:
         stored = read_checkpoint(directory)
         if stored:
-            return _from_checkpoint(model, stored, tp, pp, ep, include_mtp)
-    return _estimate(model, tp, pp, ep, include_mtp)
+            return _from_checkpoint(model, stored, tp, pp, ep, include_mtp, pp_split)
+    return _estimate(model, tp, pp, ep, include_mtp, pp_split)

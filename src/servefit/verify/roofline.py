@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 from servefit.hardware.spec import GPUSpec
 from servefit.model.spec import ModelSpec
-
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "fp8": 1}
+from servefit.units import DTYPE_BYTES, GiB
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ class DecodeBound:
     model: str
 
     def describe(self) -> str:
-        gib = 1 << 30
+        gib = GiB
         return (
             f"{self.tokens_per_s:,.0f} tok/s = {self.accept_length:.2f} tokens/step x "
             f"{self.bandwidth_gbs:,.0f} GB/s ({self.gpu}) / {self.step_bytes / gib:.2f} GiB per step "

@@ -10,15 +10,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from servefit.engines.base import GiB
 from servefit.errors import EngineRejection
 from servefit.model.spec import ModelSpec
+from servefit.units import DTYPE_BYTES, GiB
 
 # An error the engine itself raises while resolving args; str() is the engine's text.
 EngineError = EngineRejection
 
 
-DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# the dtype names the SGLang profiles size mamba state in (conv / ssm)
+STATE_DTYPES = frozenset({"float32", "bfloat16", "float16"})
 
 # torch dtype names SGLang prints ("Using KV cache dtype: torch.bfloat16").
 KV_DTYPES: dict[str, tuple[str, float]] = {
@@ -207,13 +208,13 @@ def state_cost(
     mixer = model.mixer(ids[0])
     shapes = mixer.state_shapes(attn_tp)
     conv_dtype = env.get("SGLANG_MAMBA_CONV_DTYPE", "bfloat16")
-    if conv_dtype not in DTYPE_BYTES:
+    if conv_dtype not in STATE_DTYPES:
         conv_dtype = "bfloat16"
     ssm_dtype = "float32"
-    if model.mamba_ssm_dtype in DTYPE_BYTES and model.model_type in _CONFIG_DTYPE_TYPES:
+    if model.mamba_ssm_dtype in STATE_DTYPES and model.model_type in _CONFIG_DTYPE_TYPES:
         ssm_dtype = model.mamba_ssm_dtype
     override = ssm_dtype_flag or env.get("SGLANG_MAMBA_SSM_DTYPE")
-    if override in DTYPE_BYTES:
+    if override in STATE_DTYPES:
         ssm_dtype = override
     n = len(ids)
     return StateCost(

@@ -24,7 +24,7 @@ from servefit.engines.base import (
     SizePools,
 )
 from servefit.engines.flagtable import read_architectures
-from servefit.engines.sglang.common import check_heads_divisible
+from servefit.engines.sglang.common import check_heads_divisible, pp_indices
 from servefit.engines.sglang.flags import load_flags, parse_argv
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.hardware.preload import pre_load_free_gib
@@ -167,7 +167,7 @@ def memory_inputs(
     """Pre-load free memory and weights per rank: measured (calibrated) or modelled."""
     tp, pp = int(v.get("tp_size") or 1), int(v.get("pp_size") or 1)
     ep = int(v.get("ep_size") or 1)
-    w = weights(model, tp, pp, ep)
+    w = weights(model, tp, pp, ep, pp_indices)
     spec = v.get("speculative_algorithm") in ("EAGLE", "EAGLE3", "STANDALONE")
     draft = w.draft_gib if spec and not v.get("speculative_draft_model_path") else 0.0
     total = gpus.gpu.memory_mib / 1024

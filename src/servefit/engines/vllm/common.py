@@ -14,21 +14,7 @@ from typing import Any
 from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
 from servefit.model.layers import MLA, FullAttention, SlidingWindowAttention
 from servefit.model.spec import ModelSpec
-
-GiB = 1 << 30
-
-# vllm/utils/torch_utils.py:STR_DTYPE_TO_TORCH_DTYPE -> element size (bytes)
-DTYPE_BYTES = {
-    "float32": 4,
-    "float": 4,
-    "bfloat16": 2,
-    "float16": 2,
-    "half": 2,
-    "fp8": 1,
-    "fp8_e4m3": 1,
-    "fp8_e5m2": 1,
-    "fp8_inc": 1,
-}
+from servefit.units import DTYPE_BYTES, GiB
 
 
 def cdiv(a: int, b: int) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from servefit.engines.base import Measured, MemoryInputs
+from servefit.engines.vllm.common import pp_indices
 from servefit.engines.vllm.device import cuda_total_gib
 from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
@@ -24,7 +25,8 @@ def memory_inputs(
     (gpu_model_runner.py:load_model); a measured figure (--measured-weights-gib) is the whole."""
     tp, pp = v["tensor_parallel_size"], v["pipeline_parallel_size"]
     ep = v["_ep_size"]
-    w = weights(model, tp, pp, ep)  # cached: explain and fit re-plan one model many times
+    # cached: explain and fit re-plan one model many times; vLLM's own PP layer split
+    w = weights(model, tp, pp, ep, pp_indices)
     draft = w.draft_gib if v.get("_spec_method") == "mtp" else 0.0
     total = cuda_total_gib(gpus.gpu)
     if measured.free_before_gib is not None:

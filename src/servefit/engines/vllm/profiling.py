@@ -26,9 +26,7 @@ from dataclasses import dataclass
 
 from servefit.model.layers import DenseMLP, MoE
 from servefit.model.spec import ModelSpec
-
-GiB = 1 << 30
-MiB = 1 << 20
+from servefit.units import GiB, MiB
 
 # Fitted by tools/fit_vllm_profile.py (docs/engines/vllm-0.24.0.md, "Non-KV memory"):
 # vllm_qwen3next_80b_instruct_2xh200_tp2_v0102 (1024 seqs x 151,936 vocab, no graph estimate) and

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from servefit.engines.base import GiB, MemoryInputs, ResolvedArgs, Sizing
+from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
 from servefit.engines.sglang.v0_5_23 import logs, swa
@@ -21,6 +21,7 @@ from servefit.errors import ArgumentError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import PerRank, Pools
+from servefit.units import DTYPE_BYTES, GiB
 
 # kv_cache_configurator.py module constants (0.5.23)
 MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3
@@ -150,7 +151,7 @@ def _handle_max_mamba_cache(
             b.spec_reserved = per_req * (K + 1) * D / GiB
     else:  # (C) ratio auto-fit, +1 padding slot on both buffers
         r = v["mamba_full_memory_ratio"]
-        budget_bytes = rest * r / (1 + r) * (1 << 30)
+        budget_bytes = rest * r / (1 + r) * GiB
         b.sizing = f"mamba_full_memory_ratio {r}: rest x {r}/(1+{r})"
         if reserves_spec:
             K = int((budget_bytes - per_req * (1 + D)) // (per_req * (1 + D / b.ratio)))
@@ -225,15 +226,13 @@ def size_pools(
     split = None
     if error is None and geo is not None:
         draft = swa.draft_layers(model, v, geo, draft_layers if eagle else None)
-        split = swa.split(model, v, env, geo, int(b.rest * (1 << 30)), draft)
+        split = swa.split(model, v, env, geo, int(b.rest * GiB), draft)
         tokens, cell = split.full or split.swa, int(split.cell)
         pre_logs.extend(split.logs)
         if split.error:  # raised inside calculate_pool_sizes: nothing is allocated
             tokens, error, kind = 0, split.error, "tokens"
     elif error is None:
-        tokens = (
-            int(b.rest * (1 << 30)) // cell // page * page if cell else 0
-        )  # calculate_pool_sizes
+        tokens = int(b.rest * GiB) // cell // page * page if cell else 0  # calculate_pool_sizes
         if tokens <= 0:
             error, kind = (
                 "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
@@ -519,7 +518,7 @@ def _allocations(
         out["mamba"] = out["conv"] + out["ssm"]
         if spec_state:
             layers = round(cost.layers * stage_scale)
-            conv_b = common.DTYPE_BYTES[cost.conv_dtype]
+            conv_b = DTYPE_BYTES[cost.conv_dtype]
             # intermediate_ssm_state_cache (L_m, R+1, D) + temporal shape, ssm dtype
             out["iss"] = int((R + 1) * D * cost.ssm_bytes * stage_scale)
             kda = bool(model.layer_ids("kda"))

@@ -20,6 +20,7 @@ from servefit.engines.sglang.common import f2, gib
 from servefit.engines.sglang.v0_5_23.tables import SWA_FULL_TOKENS_RATIO_FALLBACK
 from servefit.errors import ConfigError
 from servefit.model.spec import ModelSpec
+from servefit.units import GiB
 
 # configs/model_config.py:is_hybrid_swa_model, with SWA_SINK_ARCHS and MIMO_V2_MODEL_ARCHS inlined.
 HYBRID_SWA_ARCHS = frozenset(
@@ -360,9 +361,9 @@ def split(
             capacity = s.full
             if s.full <= 0:
                 s.error = (
-                    f"RuntimeError: SWA pool cap ({s.swa} tokens, {s.swa * swa_cell / (1 << 30):.2f} "
+                    f"RuntimeError: SWA pool cap ({s.swa} tokens, {s.swa * swa_cell / GiB:.2f} "
                     f"GiB) leaves no room for the full KV pool within the available "
-                    f"{available_bytes / (1 << 30):.2f} GiB. Reduce --max-running-requests, lower "
+                    f"{available_bytes / GiB:.2f} GiB. Reduce --max-running-requests, lower "
                     "SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static."
                 )
         else:

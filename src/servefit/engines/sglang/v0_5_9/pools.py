@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servefit.engines.base import GiB, MemoryInputs, ResolvedArgs, Sizing
+from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
 from servefit.engines.sglang.v0_5_9 import logs
@@ -18,6 +18,7 @@ from servefit.engines.sglang.v0_5_9.sized import Sized
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.plan.schema import PerRank, Pools
+from servefit.units import GiB
 
 # model_runner_kv_cache_mixin.py module constants (0.5.9)
 MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3
@@ -73,7 +74,7 @@ def _handle_max_mamba_cache(s: Sized, v: dict[str, Any], dp_div: int) -> None:
         s.sizing = "max_running_requests (radix cache disabled)"
     else:
         r = v["mamba_full_memory_ratio"]
-        s.K = int((rest * r / (1 + r) * (1 << 30)) // per_req)
+        s.K = int((rest * r / (1 + r) * GiB) // per_req)
         s.sizing = f"mamba_full_memory_ratio {r}: rest x {r}/(1+{r})"
     s.mamba_reserved = s.K * per_req / GiB
     s.rest = rest - s.mamba_reserved
@@ -215,7 +216,7 @@ def size_pools(
     s.rest = s.budget
     if s.cost is not None:
         _handle_max_mamba_cache(s, v, dp_div)
-    tokens = int(s.rest * (1 << 30)) // s.cell if s.cell else 0
+    tokens = int(s.rest * GiB) // s.cell if s.cell else 0
     if v["max_total_tokens"] is not None:
         tokens = min(tokens, v["max_total_tokens"])
     s.tokens = tokens // page * page
