@@ -1,0 +1,90 @@
+"""The real-engine start-ups: which release, tiny model, flags and environment each one uses.
+
+Shared by tools/collect_engine_logs.py (which records the logs under tests/data/engine-logs/) and
+the real-engine suite (tests/engine/), which starts some of them again and compares.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+MAX_MODEL_LEN = 4096
+KV_ENV_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE, GiB
+KV_BYTES = 300_000_000  # --kv-cache-memory-bytes: a size that is not a whole number of GiB
+
+# Qwen3.5 is saved as Qwen3_5ForConditionalGeneration (vLLM 0.24.0 has no text-only class);
+# its vision tower is switched off so the engine runs text-only.
+NO_MM = ("--limit-mm-per-prompt", '{"image":0,"video":0}')
+MODEL_FLAGS = {"qwen35-tiny": NO_MM, "qwen3next-tiny": (), "qwen3-tiny": ()}
+
+
+@dataclass(frozen=True)
+class EngineCase:
+    """One `vllm serve` start; `expect` is "ready" or "fail"."""
+
+    name: str
+    release: str
+    model: str
+    flags: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    expect: str = "ready"
+    note: str = ""
+
+
+def _ready_cases() -> list[EngineCase]:
+    cases = []
+    combos = [("0.32.0", "qwen35-tiny"), ("0.32.0", "qwen3next-tiny"), ("0.32.0", "qwen3-tiny"),
+              ("0.24.0", "qwen35-tiny"), ("0.24.0", "qwen3-tiny")]
+    for release, model in combos:
+        for pc in (True, False):
+            for kv in ("env1g", "bytes300m"):
+                flags = [*MODEL_FLAGS[model], "--max-model-len", str(MAX_MODEL_LEN),
+                         "--enable-prefix-caching" if pc else "--no-enable-prefix-caching"]
+                env = {}
+                if kv == "env1g":
+                    env["VLLM_CPU_KVCACHE_SPACE"] = KV_ENV_GIB
+                else:
+                    flags += ["--kv-cache-memory-bytes", str(KV_BYTES)]
+                tag = release.replace(".", "")
+                name = f"v{tag}-{model.removesuffix('-tiny')}-{'pc' if pc else 'nopc'}-{kv}"
+                cases.append(EngineCase(name, release, model, tuple(flags), env))
+    return cases
+
+
+def _failure_cases() -> list[EngineCase]:
+    cases = []
+    for release in ("0.32.0", "0.24.0"):
+        tag = release.replace(".", "")
+        cases.append(EngineCase(
+            f"v{tag}-qwen35-fail-max-num-seqs", release, "qwen35-tiny",
+            (*NO_MM, "--max-model-len", str(MAX_MODEL_LEN), "--no-enable-prefix-caching",
+             "--kv-cache-memory-bytes", str(KV_BYTES), "--max-num-seqs", "1024"),
+            expect="fail", note="--max-num-seqs above the Mamba block count"))
+        cases.append(EngineCase(
+            f"v{tag}-qwen3-fail-max-model-len", release, "qwen3-tiny",
+            ("--max-model-len", "65536", "--kv-cache-memory-bytes", str(64 * 2**20)),
+            expect="fail", note="one request of --max-model-len does not fit the KV memory"))
+        cases.append(EngineCase(
+            f"v{tag}-qwen3-fail-unknown-flag", release, "qwen3-tiny",
+            ("--max-model-len", str(MAX_MODEL_LEN), "--no-such-flag"),
+            expect="fail", note="an unknown flag"))
+    cases.append(EngineCase(
+        "v0320-qwen35-fail-max-model-len", "0.32.0", "qwen35-tiny",
+        (*NO_MM, "--max-model-len", "65536", "--kv-cache-memory-bytes", str(16 * 2**20)),
+        expect="fail", note="one request of --max-model-len does not fit the KV memory"))
+    return cases
+
+
+def _launch_cases() -> list[EngineCase]:
+    # Started through `servefit launch` by the real-engine suite; a context of 512 tokens is
+    # shorter than verify's default 1024-token prompts (their max_tokens must be clamped).
+    return [EngineCase(
+        "launch-v0320-qwen35-pc-env1g-len512", "0.32.0", "qwen35-tiny",
+        (*NO_MM, "--max-model-len", "512", "--enable-prefix-caching"),
+        {"VLLM_CPU_KVCACHE_SPACE": KV_ENV_GIB}, note="context shorter than verify's prompts")]
+
+
+CASES: dict[str, EngineCase] = {
+    c.name: c for c in _ready_cases() + _failure_cases() + _launch_cases()}
