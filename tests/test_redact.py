@@ -39,6 +39,14 @@ def test_masking_is_stable_and_idempotent():
     assert ALL.text(once) == once == f"server_args=ServerArgs(api_key='{M}')"
 
 
+def test_what_the_engine_hid_itself_stays_as_printed():
+    # vLLM 0.29+ logs its sensitive arguments as "***"
+    # (vllm/entrypoints/serve/utils/api_utils.py:redact_sensitive_args)
+    line = "non-default args: {'model_tag': 'Q', 'api_key': '***', 'hf_token': '***'}"
+    assert ALL.text(line) == line
+    assert mask("<redacted>") == "<redacted>"  # SGLang 0.5.23's watermark keys
+
+
 def test_sglang_0_5_9_server_args_repr():
     # sglang/srt/entrypoints/engine.py:_launch_subprocesses logger.info(f"{server_args=}"): the
     # dataclass repr, every field
@@ -144,7 +152,9 @@ def test_a_hugging_face_token_by_its_shape():
     # an engine that prints the token in a sentence of its own, after the run is over (no value
     # known any more): the hf_ + 34 letters and digits shape is enough
     assert ALL.text(f"Using token {HF} for the Hub") == f"Using token {MHF} for the Hub"
-    assert ALL.text("hf_transfer enabled; hf_hub_download") == "hf_transfer enabled; hf_hub_download"
+    assert (
+        ALL.text("hf_transfer enabled; hf_hub_download") == "hf_transfer enabled; hf_hub_download"
+    )
 
 
 def test_known_values_anywhere_and_short_ones_only_where_named():

@@ -39,6 +39,11 @@ FINGERPRINT_HEX = 8
 MIN_VALUE_LEN = 8
 
 _MASKED = re.compile(r"^\*\*\*[0-9a-f]{" + str(FINGERPRINT_HEX) + "}$")
+# What an engine prints in place of a secret it hides itself: vLLM 0.29+ "***"
+# (vllm/entrypoints/serve/utils/api_utils.py:redact_sensitive_args), SGLang 0.5.23 "<redacted>"
+# (sglang/srt/sampling/watermarking/core.py:redact_watermark_secrets). Kept as printed: its
+# fingerprint would be that of the placeholder, not of a key.
+_HIDDEN = re.compile(r"^(?:\*+|<redacted>)$")
 _ENV_SECRET = re.compile(
     r"TOKEN(?!S|IZER)|API_?KEY|SECRET|PASSWORD|PASSWD|PRIVATE_KEY|ACCESS_KEY|CREDENTIAL"
 )
@@ -51,8 +56,9 @@ def fingerprint(value: str) -> str:
 
 
 def mask(value: str) -> str:
-    """`***` + fingerprint; values that hide nothing (empty, None, already masked) unchanged."""
-    if value in _EMPTY or is_masked(value):
+    """`***` + fingerprint; values that hide nothing (empty, None, already masked or hidden by
+    the engine) unchanged."""
+    if value in _EMPTY or is_masked(value) or _HIDDEN.match(value):
         return value
     return MASK + fingerprint(value)
 

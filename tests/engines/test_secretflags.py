@@ -76,9 +76,16 @@ def test_declared_secrets_per_release():
         "--ssl-keyfile-password",
         "--watermark-config",
     }
+    # 0.33 has --watermark-config, which vLLM itself logs as "***"
+    # (vllm/entrypoints/common/startup.py:_SENSITIVE_ARG_FIELDS)
+    assert secret_flags("vllm", "0.33.0").options == {
+        "--api-key",
+        "--hf-token",
+        "--watermark-config",
+    }
+    assert secret_flags("vllm", "0.24.0").options == {"--api-key", "--hf-token"}
     for version in vllm_versions():
         flags = secret_flags("vllm", version)
-        assert flags.options == {"--api-key", "--hf-token"}
         # FrontendArgs.api_key: list[str] -> nargs "+": `--api-key K1 K2`
         assert flags.multi == {"--api-key"}
     assert secret_flags("sglang", "0.5.9").multi == frozenset()

@@ -305,6 +305,23 @@ def test_logs_redact_whole_lines_only(runs_root):
         log.write(f"{KEY[9:]}', tp_size=2)\nnext line".encode())
         log.flush()
         pos, rest = logview._emit(rundir.log_path, pos, rest, redactor("sglang"), printed.append)
-    assert printed == [f"[2026-01-01 00:00:00] server_args=ServerArgs(api_key='{M_KEY}', tp_size=2)"]
+    assert printed == [
+        f"[2026-01-01 00:00:00] server_args=ServerArgs(api_key='{M_KEY}', tp_size=2)"
+    ]
     assert rest == b"next line"
     assert stat.S_IMODE(rundir.log_path.stat().st_mode) == 0o600
+
+
+def test_each_command_is_read_on_its_own(runs_root):
+    """vLLM's --api-key takes every word up to the next option: the executed argv and the typed
+    command are read one by one, so the typed command's words (the model path here) are never
+    taken for keys of the executed one's last --api-key."""
+    from servefit.launch.command import parse_launch
+    from servefit.launch.supervisor import prepare_run
+
+    words = ["vllm", "serve", "/models/qwen3-tiny-checkpoint", "--api-key", KEY, KEY2]
+    rundir = prepare_run(runs_root, parse_launch(words), typed=words)
+    argv = ["vllm", "serve", "/models/qwen3-tiny-checkpoint", "--api-key", M_KEY, mask(KEY2)]
+    assert rundir.read_json(rundir.argv_path) == {"argv": argv, "cwd": os.getcwd(), "typed": argv}
+    known = set(rundir.redactor.values)
+    assert {KEY, KEY2} <= known and "/models/qwen3-tiny-checkpoint" not in known

@@ -33,13 +33,19 @@ SGLANG_SECRETS: dict[str, str] = {
     "watermark_key": "resolved from --watermark-config (no flag of its own)",
     "watermark_key_b": "resolved from --watermark-config (no flag of its own)",
 }
-# vLLM (vllm/entrypoints/openai/cli_args.py:FrontendArgs, vllm/engine/arg_utils.py:EngineArgs)
+# vLLM (vllm/entrypoints/openai/cli_args.py:FrontendArgs, vllm/engine/arg_utils.py:EngineArgs).
+# vLLM 0.29+ prints these as "***" in its own `non-default args` line
+# (vllm/entrypoints/serve/utils/api_utils.py:_SENSITIVE_ARG_FIELDS: api_key, hf_token; 0.32 adds
+# watermark_config; 0.33 vllm/entrypoints/common/startup.py:redact_sensitive_args); older
+# releases print them as given.
 VLLM_SECRETS: dict[str, str] = {
     # FrontendArgs.api_key: list[str] (one str before 0.13); any of them unlocks /v1/*
     # (vllm/entrypoints/openai/server_utils.py:AuthenticationMiddleware)
     "api_key": "frontend: If provided, the server will require one of these keys",
     # EngineArgs.hf_token (vllm/config/model.py:ModelConfig.hf_token): the Hub token
     "hf_token": "engine: The token to use as HTTP bearer authorization for remote files",
+    # vllm/config/vllm.py:VllmConfig.watermark_config (0.32+), sensitive to vLLM itself
+    "watermark_config": "engine: Text watermarking configuration (its key)",
 }
 # Environment variables an engine reads its server key from. vLLM: vllm/envs.py VLLM_API_KEY,
 # used when --api-key is not given (vllm/entrypoints/openai/api_server.py:build_app:

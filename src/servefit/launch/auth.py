@@ -62,15 +62,16 @@ def server_key(engine: str, engine_argv: list[str], env: Mapping[str, str]) -> S
     return None
 
 
-def launch_redactor(engine: str, argv: list[str], env: Mapping[str, str]) -> Redactor:
+def launch_redactor(engine: str, commands: list[list[str]], env: Mapping[str, str]) -> Redactor:
     """The redactor of one launch: the engine's secret flags, and the values of every secret
-    in its command, in the variables servefit sets, and in the environment it inherits."""
+    in its commands (each read on its own: an option taking several values would take the
+    next command's words), in the variables servefit sets, and in the environment it
+    inherits."""
     from servefit.engines.secretflags import redactor
 
     base = redactor(engine)
-    return base.with_values(
-        [*base.argv_secrets(argv), *base.env_secrets(env), *base.env_secrets(os.environ)]
-    )
+    found = [v for argv in commands for v in base.argv_secrets(argv)]
+    return base.with_values([*found, *base.env_secrets(env), *base.env_secrets(os.environ)])
 
 
 def process_redactor(engine: str, pid: int | None, start_ticks: int | None) -> Redactor:
@@ -80,7 +81,7 @@ def process_redactor(engine: str, pid: int | None, start_ticks: int | None) -> R
     from servefit.launch import procs
 
     if pid and procs.same_process(pid, start_ticks):
-        return launch_redactor(engine, procs.cmdline(pid), procs.environ(pid))
+        return launch_redactor(engine, [procs.cmdline(pid)], procs.environ(pid))
     return redactor(engine)
 
 

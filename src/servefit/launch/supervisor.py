@@ -412,7 +412,7 @@ def prepare_run(
     cwd = os.getcwd()
     key = server_key(launch.engine, launch.engine_argv, {**os.environ, **env})
     typed = list(typed or launch.argv)
-    redactor = launch_redactor(launch.engine, [*launch.argv, *typed], env)
+    redactor = launch_redactor(launch.engine, [launch.argv, typed], env)
     run = RunDir.create(root, redactor=redactor)
     env[procs.RUN_MARKER] = run.id  # inherited by every process of the engine: its identity
     run.spec = LaunchSpec(

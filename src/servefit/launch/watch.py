@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     spec = LaunchSpec.model_validate_json(sys.stdin.buffer.read())
     engine = RunDir(args[0]).read().engine
-    run = RunDir(args[0], spec=spec, redactor=launch_redactor(engine, spec.argv, spec.env))
+    run = RunDir(args[0], spec=spec, redactor=launch_redactor(engine, [spec.argv], spec.env))
     # A hang-up of the terminal that started servefit must not end the supervision.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
