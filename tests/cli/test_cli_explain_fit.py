@@ -64,8 +64,10 @@ def test_fit_json_with_baseline_from_the_launch_command(capsys):
     assert r["context"] == 32768 and r["spec"] == "mtp"
     assert r["beats_baseline"] is True
     shell = r["best"][0]["commands"][0]["shell"]
-    # the user's non-memory flags are kept in the command servefit prints
+    # the user's non-memory flags are kept in the command servefit prints, --host included
+    # because the user passed it (SEED_ARGV has --host 0.0.0.0)
     assert "--reasoning-parser qwen3" in shell and "--port 30000" in shell
+    assert "--host 0.0.0.0" in shell
 
 
 def test_fit_table_side_by_side(capsys):

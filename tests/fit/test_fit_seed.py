@@ -54,7 +54,8 @@ def test_best_command_replans_to_the_same_outcome(seed_fit, qwen36):
     (cmd,) = best.commands
     argv = cmd.argv
     assert argv[:3] == ["python", "-m", "sglang.launch_server"]
-    assert "--host" in argv and "--nnodes" not in argv
+    # no --host: the engine's default bind address (SGLang: 127.0.0.1, server_args.py:ServerArgs)
+    assert "--host" not in argv and "--nnodes" not in argv
     parsed = parse_argv(load_flags("0.5.9"), argv[3:])
     assert not parsed.errors and not parsed.unknown
     args = {k: v for k, v in parsed.values.items() if k not in ("model_path", "host", "port")}

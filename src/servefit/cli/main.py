@@ -121,11 +121,10 @@ def _compare(ctx: click.Context, request, result, other: str, fmt: str) -> None:
             )
         )
     else:
-        from rich.console import Console
-
+        from servefit.report.console import make_console
         from servefit.report.table import render_compare
 
-        console = Console()
+        console = make_console()
         render_compare(result, second, console)
         if note:
             console.print(f"[yellow]note:[/] {note}")

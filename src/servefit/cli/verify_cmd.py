@@ -198,7 +198,7 @@ def verify(
 
         from servefit.verify.render import progress_line, render_report
 
-        err = Console(stderr=True)
+        err = Console(stderr=True, highlight=False)
         report = run_verify(url, options, progress=lambda c: err.print(progress_line(c)))
         report = report.model_copy(update={"warnings": warnings})
         render_report(report)

@@ -1,22 +1,39 @@
-"""Rich rendering of a DoctorReport for people (`servefit doctor LOG`)."""
+"""Rendering of a DoctorReport for people (`servefit doctor LOG`): the verdict of the launch
+first, then what the engine measured, the root cause, the fix (its command as plain text) and
+the findings."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
+from rich.console import Console, Group
 from rich.text import Text
 
-from servefit.doctor.schema import DoctorReport
+from servefit.doctor.schema import DoctorReport, LaunchSummary
+from servefit.report.commands import command_block
+from servefit.report.console import make_console, plain
+from servefit.report.grid import Cell, Col, Grid, Para
+from servefit.report.verdict import first_sentence
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _MARK = {"error": "x", "warning": "!", "info": "i"}
 _STATUS = {
-    "failed": "bold red",
-    "warning": "yellow",
-    "ok": "green",
-    "incomplete": "yellow",
-    "no-launch": "red",
+    "failed": ("FAILED", "bold red"),
+    "warning": ("STARTED, WITH WARNINGS", "bold yellow"),
+    "ok": ("STARTED", "bold green"),
+    "incomplete": ("INCOMPLETE", "bold yellow"),
+    "no-launch": ("NO LAUNCH FOUND", "bold red"),
+}
+# root-cause kinds (doctor/findings.py) in words
+KIND_WORDS = {
+    "startup_memory": "not enough memory at start-up",
+    "cuda_oom": "CUDA out of memory",
+    "illegal_memory_access": "illegal memory access on the GPU",
+    "nccl": "the GPUs could not communicate (NCCL)",
+    "engine_dead": "the engine core died",
+    "arg_error": "the engine rejected its arguments",
+    "exception": "the engine stopped on an exception",
+    "exited": "the engine exited",
+    "killed": "the engine was killed",
+    "stopped": "the engine was stopped",
 }
 
 
@@ -24,101 +41,165 @@ def _g(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def render(report: DoctorReport, console: Console | None = None) -> None:
-    c = console or Console()
-    head = Text()
-    head.append(f"{report.path}: {report.lines:,} lines, {report.launches_total} launch(es). ")
-    if report.launch is not None:
-        ln = report.launch
-        eng = ln.engine
-        head.append(f"Launch {ln.index} (lines {ln.first_line}-{ln.last_line}")
-        head.append(f", started {ln.start_time})" if ln.start_time else ")")
-        head.append(
-            f": {eng.name or '?'} {eng.version or (eng.format_family or '')}, outcome {ln.outcome}."
-        )
-    c.print(head)
-    for note in report.notes:
-        c.print(f"  note: {note}")
+def engine_words(report: DoctorReport) -> str:
     ln = report.launch
-    if ln is not None and ln.ranks:
-        t = Table(title="Measured per rank (GiB, as the engine printed it)", show_edge=False)
-        for col in (
-            "rank",
-            "free before weights",
-            "weights",
-            "free after weights",
-            "after pools",
-            "CUDA graphs",
-            "draft weights",
-            "KV available",
-        ):
-            t.add_column(col, justify="right" if col != "rank" else "left")
-        for r in ln.ranks:
-            t.add_row(
-                r.rank or "-",
-                _g(r.free_before_weights_gib),
-                _g(r.weights_gib),
-                _g(r.free_after_weights_gib),
-                _g(r.free_after_pools_gib),
-                _g(r.graph_mem_gib),
-                _g(r.draft_weights_gib),
-                _g(r.kv_available_gib),
+    if ln is None:
+        return "engine unknown"
+    eng = ln.engine
+    name = {"sglang": "SGLang", "vllm": "vLLM"}.get(eng.name or "", "engine")
+    if eng.version:
+        return f"{name} {eng.version}"
+    fam = (eng.format_family or "").rpartition("-")[2]
+    return f"{name} (log lines of {fam})" if fam else name
+
+
+def _which(report: DoctorReport) -> str:
+    s: LaunchSummary | None = next(
+        (x for x in report.launches if x.index == report.diagnosed), None
+    )
+    if s is None:
+        return ""
+    when = f", started {s.start_time}" if s.start_time else ""
+    return f"launch {s.index} of {report.launches_total} (lines {s.first_line}-{s.last_line}{when})"
+
+
+def verdict(report: DoctorReport) -> Group:
+    word, style = _STATUS[report.status]
+    rc = report.root_cause
+    which = _which(report)
+    if report.status == "failed" and rc is not None:
+        head = f"{which}: {KIND_WORDS.get(rc.kind, rc.kind)}"
+        if rc.error is not None:
+            head += f": {first_sentence(rc.error.message)}"
+    elif report.status in ("ok", "warning"):
+        n = sum(f.severity != "info" for f in report.findings)
+        head = f"{which} started" + (f"; {n} warning(s)" if n else "")
+    elif report.status == "incomplete":
+        head = f"{which}: the log ends before the launch started or failed"
+    else:
+        head = f"{report.path}: no engine launch in this file"
+    parts = [Para(head.lstrip(": "), prefix=f"{word}: ", prefix_style=style)]
+    if report.fix is not None:
+        fx = report.fix
+        parts.append(
+            Para(
+                " ".join(f"{ch.flag} {ch.new}" for ch in fx.best.changes),
+                prefix="  - fix: ",
+                indent=4,
             )
-        c.print(t)
-    rep = report.replay
-    if rep is not None and rep.checks:
-        t = Table(
-            title=f"Pools: logged vs replayed ({rep.engine}, calibrated on the log)",
-            show_edge=False,
         )
-        for col in ("pool", "logged", "replayed", "gap"):
-            t.add_column(col, justify="left" if col == "pool" else "right")
-        for chk in rep.checks:
-            style = "bold red" if chk.flagged else ""
-            t.add_row(
-                chk.name,
-                f"{chk.logged:,.6g} {chk.unit}",
-                f"{chk.predicted:,.6g}",
-                Text(f"{chk.gap_pct:+.2f} %", style=style),
-            )
-        c.print(t)
+    return Group(*parts)
+
+
+def measured_table(report: DoctorReport) -> Grid | None:
+    ln = report.launch
+    if ln is None or not ln.ranks:
+        return None
+    cols = [
+        Col("rank"),
+        Col("free before weights", right=True, wrap=True),
+        Col("weights", right=True),
+        Col("free after weights", right=True, wrap=True),
+        Col("after pools", right=True, wrap=True),
+        Col("CUDA graphs", right=True, wrap=True),
+        Col("draft weights", right=True, wrap=True),
+        Col("KV available", right=True, wrap=True),
+    ]
+    t = Grid(cols, "Measured per rank (GiB, as the engine printed it)")
+    for r in ln.ranks:
+        t.add(
+            r.rank or "-",
+            _g(r.free_before_weights_gib),
+            _g(r.weights_gib),
+            _g(r.free_after_weights_gib),
+            _g(r.free_after_pools_gib),
+            _g(r.graph_mem_gib),
+            _g(r.draft_weights_gib),
+            _g(r.kv_available_gib),
+        )
+    return t
+
+
+def replay_table(report: DoctorReport) -> Grid | None:
+    rep = report.replay
+    if rep is None or not rep.checks:
+        return None
+    how = "calibrated on the log" if rep.calibrated else "not calibrated"
+    t = Grid(
+        [
+            Col("pool", wrap=True),
+            Col("logged", right=True),
+            Col("replayed", right=True),
+            Col("gap", right=True),
+        ],
+        f"Pools: logged vs replayed ({rep.engine}, {how})",
+    )
+    for chk in rep.checks:
+        t.add(
+            chk.name,
+            f"{chk.logged:,.6g} {chk.unit}",
+            f"{chk.predicted:,.6g}",
+            Cell(f"{chk.gap_pct:+.2f} %", "bold red" if chk.flagged else ""),
+        )
+    return t
+
+
+def render(report: DoctorReport, console: Console | None = None) -> None:
+    c = console or make_console()
+    c.print(verdict(report))
+    c.print(
+        Para(
+            f"{report.path}: {report.lines:,} lines, {report.launches_total} launch(es); "
+            f"{engine_words(report)}"
+        )
+    )
+    for note in report.notes:
+        c.print(Para(note, prefix="note: ", prefix_style="yellow"))
+    for block in (measured_table(report), replay_table(report)):
+        if block is not None:
+            c.print()
+            c.print(block)
     rc = report.root_cause
     if rc is not None:
-        body = Text(rc.summary)
+        c.print()
+        c.print(Text(f"Root cause: {KIND_WORDS.get(rc.kind, rc.kind)}", style="bold red"))
+        c.print(Para(rc.summary, prefix="  "))
         if rc.error is not None:
-            body.append(f"\n\nline {rc.error.at.line}: ", style="dim")
-            body.append(rc.error.message[:500])
+            c.print(Para(rc.error.message[:500], prefix=f"  line {rc.error.at.line}: ", indent=4))
         if rc.consumer:
-            body.append(f"\n\nconsumer: {rc.consumer}", style="bold")
-        if rc.detail:
-            body.append(f" - {rc.detail}")
+            c.print(
+                Para(
+                    f"{rc.consumer}" + (f": {rc.detail}" if rc.detail else ""),
+                    prefix="  consumer: ",
+                    indent=4,
+                )
+            )
         if rc.flags:
-            body.append("\nflags: " + ", ".join(rc.flags))
-        c.print(Panel(body, title=f"Root cause: {rc.kind}", border_style="red"))
+            c.print(Para(", ".join(rc.flags), prefix="  flags: ", indent=4))
     fx = report.fix
     if fx is not None:
-        body = Text()
-        for opt_i, opt in enumerate([fx.best, *fx.alternatives]):
-            prefix = "fix: " if opt_i == 0 else "or:  "
-            body.append(prefix, style="bold" if opt_i == 0 else "")
-            body.append(" ".join(f"{ch.flag} {ch.new}" for ch in opt.changes))
-            body.append(f"  ({opt.why})\n")
-        if fx.command:
-            body.append("\n" + fx.command, style="bold green")
         src = (
             "re-planned on this log's measured memory"
             if fx.source == "replay"
             else "the engine's own estimate"
         )
-        c.print(Panel(body, title=f"Fix ({src})", border_style="green"))
+        c.print()
+        c.print(Text(f"Fix ({src})", style="bold"))
+        for i, opt in enumerate([fx.best, *fx.alternatives]):
+            c.print(Para(opt.why, prefix=f"  {'fix' if i == 0 else 'or'}: ", indent=4))
+        if fx.command:
+            c.print()
+            c.print(Text("The fixed command:", style="bold"))
+            plain(c, command_block(fx.command))
+    if report.findings:
+        c.print()
     for f in report.findings:
-        line = Text(f"[{_MARK[f.severity]}] ", style=_STYLE[f.severity])
-        line.append(f.title, style=_STYLE[f.severity])
-        line.append(f": {f.detail}")
-        if f.at is not None:
-            line.append(f" (line {f.at.line})", style="dim")
-        c.print(line)
-    if rep is not None:
-        for note in rep.notes:
-            c.print(f"  replay: {note}", style="dim")
-    c.print(Text(f"status: {report.status}", style=_STATUS.get(report.status, "")))
+        line = f"{f.title}: {f.detail}" + (f" (line {f.at.line})" if f.at is not None else "")
+        c.print(
+            Para(line, prefix=f"[{_MARK[f.severity]}] ", indent=4, prefix_style=_STYLE[f.severity])
+        )
+    if report.replay is not None:
+        for note in report.replay.notes:
+            c.print(Para(note, prefix="  replay: ", indent=4, style="dim"))
+    c.print()
+    c.print(verdict(report))

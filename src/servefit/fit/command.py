@@ -145,10 +145,12 @@ def launch_commands(
 ) -> list[NodeCommand]:
     """One command per node; multi-node commands carry the engine's node flags.
 
-    `extra` are flags kept from the user's own launch (parsers, host, port, ...)."""
+    `extra` are flags kept from the user's own launch (parsers, host, port, ...). The bind
+    address is the user's --host or none at all: the engine's own default (loopback for
+    SGLang), so following the advice never exposes a server the user did not expose."""
     launcher = LAUNCHERS[engine]
     extra = dict(extra or {})
-    host = extra.pop("host", "0.0.0.0")
+    host = extra.pop("host", None)
     port = extra.pop("port", launcher.port)
     base = [
         *launcher.head(profile, model_path),
@@ -161,12 +163,9 @@ def launch_commands(
         if nodes > 1:
             argv += launcher.nodes(profile, nodes, rank, dist_init_addr)
         if rank == 0:
-            argv += [
-                _flag(engine, profile, "host"),
-                str(host),
-                _flag(engine, profile, "port"),
-                str(port),
-            ]
+            if host is not None:
+                argv += [_flag(engine, profile, "host"), str(host)]
+            argv += [_flag(engine, profile, "port"), str(port)]
         out.append(NodeCommand(node_rank=rank, argv=argv, shell=shell_text(argv, env)))
     return out
 
@@ -174,9 +173,9 @@ def launch_commands(
 def shell_text(argv: list[str], env: dict[str, str] | None = None) -> str:
     """POSIX-quoted, one flag (and its values) per continuation line."""
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted((env or {}).items()))
-    head = " ".join(shlex.quote(a) for a in argv[:3])
+    i = next((k for k, a in enumerate(argv) if a.startswith("--")), len(argv))
+    head = " ".join(shlex.quote(a) for a in argv[:i])  # entry point and positional model
     lines = [f"{prefix} {head}".strip()]
-    i = 3
     while i < len(argv):
         j = i + 1
         while j < len(argv) and not argv[j].startswith("--"):

@@ -6,7 +6,9 @@ import json
 from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.table import Table
+
+from servefit.report.console import make_console
+from servefit.report.grid import Col, Grid
 
 from servefit import catalog
 from servefit.catalog import CatalogEntry
@@ -33,26 +35,38 @@ def render_gpus(fmt: str, console: Console | None = None) -> None:
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return
-    t = Table(title="GPU catalog (--gpu NAME)", title_justify="left")
-    for col, just in (
-        ("name", "left"),
-        ("--gpu", "left"),
-        ("MiB", "right"),
-        ("GB/s", "right"),
-        ("bf16 TFLOP/s", "right"),
-        ("memory figure from", "left"),
-    ):
-        t.add_column(col, justify=just)
+    t = Grid(
+        [
+            Col("name", wrap=True),
+            Col("--gpu"),
+            Col("MiB", right=True),
+            Col("GB/s", right=True),
+            Col("bf16 TFLOP/s", right=True, wrap=True),
+            Col("memory from", wrap=True, under=True),
+        ],
+        "GPU catalog (--gpu NAME; sources: --format json)",
+    )
     for r in rows:
-        t.add_row(
+        t.add(
             r["name"],
             r["key"],
             f"{r['memory_mib']:,}",
             f"{r['bandwidth_gbs']:,.0f}",
             f"{r['bf16_tflops']:,.0f}",
-            r["memory_from"],
+            memory_source(r["memory_from"]),
         )
-    (console or Console()).print(t)
+    (console or make_console()).print(t)
+
+
+def memory_source(memory_from: str) -> str:
+    """The catalog's provenance tag (hardware/catalog.py) in words; the tag itself is in JSON."""
+    kind = memory_from.split(":", 1)[0]
+    return {
+        "log": "a start-up log",
+        "ref": "measured",
+        "reported": "the driver",
+        "inferred": "inferred",
+    }.get(kind, memory_from)
 
 
 _ABBREV = {
@@ -132,16 +146,13 @@ def render_models(fmt: str, console: Console | None = None) -> None:
         ]
         print(json.dumps(rows, indent=2))
         return
-    t = Table(
-        title="Model catalog (--model ID, works offline; provenance: --format json)",
-        title_justify="left",
+    t = Grid(
+        [Col("id"), Col("token mixers", wrap=True), Col("params B", right=True)],
+        "Model catalog (--model ID, works offline; provenance: --format json)",
     )
-    t.add_column("id", no_wrap=True)
-    t.add_column("token mixers", overflow="fold")
-    t.add_column("params B", justify="right")
     for e in entries:
         mixers = {k: n for k, n in e.layers.items() if k not in ("mlp", "moe")}
         ffn = "moe" if e.layers.get("moe") else "dense"
         text = " + ".join(f"{n} {_ABBREV.get(k, k)}" for k, n in mixers.items()) + f" ({ffn})"
-        t.add_row(e.id, text, f"{e.params_b:,.1f}")
-    (console or Console()).print(t)
+        t.add(e.id, text, f"{e.params_b:,.1f}")
+    (console or make_console()).print(t)

@@ -1,69 +1,79 @@
-"""Terminal rendering of an Explanation with rich."""
+"""Terminal rendering of an Explanation: the verdict first, the reasons, the consumers, the
+levers re-planned, the user's flags, and the fix."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from servefit.explain.schema import Explanation, Fix, FixCandidate, LeverValue, Outcome
+from servefit.report.console import make_console
+from servefit.report.grid import Cell, Col, Grid, Para
+from servefit.report.table import header, num
+from servefit.report.verdict import of_plan, requests
 
 
 def _v(x: Any) -> str:
-    if isinstance(x, float):
-        return f"{x:g}"
-    return "-" if x is None else str(x)
+    return num(x)
 
 
-SHORT = {
-    "kv_cache": "kv",
-    "mamba_state": "state",
-    "spec_state": "spec",
-    "draft_kv": "draft kv",
-    "draft_weights": "draft w",
-    "req_to_token": "r2t",
+# consumer keys (explain/outcome.py MEMORY_KEYS) in words
+NAMES = {
+    "kv_cache": "KV",
+    "mamba_state": "state pool",
+    "spec_state": "spec state",
+    "draft_kv": "draft KV",
+    "draft_weights": "draft weights",
+    "req_to_token": "req_to_token",
     "reserved": "reserve",
-    "cuda_context": "cuda",
+    "cuda_context": "CUDA/NCCL",
     "weights": "weights",
 }
 
 
 def _delta(d: dict[str, float]) -> str:
-    return " ".join(f"{SHORT.get(k, k)} {v:+.2f}" for k, v in d.items() if k != "free") or "-"
+    return ", ".join(f"{NAMES.get(k, k)} {v:+.2f}" for k, v in d.items() if k != "free") or "-"
 
 
-def consumers_table(e: Explanation) -> Table:
-    t = Table(
-        title="Memory consumers per rank, largest first", title_justify="left", show_edge=False
+def consumers_table(e: Explanation) -> Grid:
+    t = Grid(
+        [
+            Col("#", right=True),
+            Col("consumer", wrap=True),
+            Col("GiB", right=True),
+            Col("bytes", right=True),
+            Col("% GPU", right=True),
+            Col("formula (actual numbers)", wrap=True, under=True, label=""),
+        ],
+        "Memory consumers per rank, largest first",
     )
-    for col, just in (
-        ("#", "right"),
-        ("consumer", "left"),
-        ("GiB", "right"),
-        ("bytes", "right"),
-        ("% GPU", "right"),
-        ("formula (actual numbers)", "left"),
-    ):
-        t.add_column(col, justify=just, overflow="fold")
     for c in e.consumers:
-        t.add_row(
+        t.add(
             str(c.rank), c.name, f"{c.gib:,.2f}", f"{c.bytes:,}", f"{c.share_of_gpu:.1f}", c.formula
         )
     return t
 
 
-def levers_table(e: Explanation) -> Table:
-    t = Table(title="Levers (each value re-planned)", title_justify="left", show_edge=False)
-    t.add_column("flag")
-    t.add_column("now")
-    t.add_column("effect")
-    t.add_column("what it does / why not", overflow="fold")
+def levers_table(e: Explanation) -> Grid:
+    t = Grid(
+        [
+            Col("flag"),
+            Col("now"),
+            Col("effect"),
+            Col("what it does / why not", wrap=True, under=True, label=""),
+        ],
+        "Levers (each value re-planned)",
+    )
     for lv in e.levers:
-        style = "dim" if lv.effect == "no effect" else ""
-        t.add_row(lv.flag, _v(lv.current), lv.effect, lv.reason, style=style)
+        t.add(
+            lv.flag,
+            _v(lv.current),
+            lv.effect,
+            lv.reason,
+            style="dim" if lv.effect == "no effect" else "",
+        )
     return t
 
 
@@ -71,45 +81,63 @@ def _outcome_cells(o: Outcome | None, rejected: str | None) -> list[str]:
     if o is None:
         return ["rejected", "-", "-", "-", "-", rejected or ""]
     if o.verdict != "ok":
-        return ["FAIL", "0", "0", "0", "-", o.error_consumer or ""]
-    verdict = "ok" if o.free_gib >= 0 else "OOM"
+        return ["FAIL", "-", "-", "-", "-", f"cause: {o.error_consumer or 'start-up'}"]
     return [
-        verdict,
+        "starts" if o.free_gib >= 0 else "OOM",
         f"{o.kv_tokens:,}",
         str(o.max_running_requests),
-        f"{o.effective_concurrency:g}",
+        requests(o.effective_concurrency),
         f"{o.free_gib:.2f}",
         "",
     ]
 
 
-def values_table(e: Explanation) -> Table:
-    t = Table(title="Lever values", title_justify="left", show_edge=False)
-    for col, just in (
-        ("change", "left"),
-        ("verdict", "left"),
-        ("KV tokens", "right"),
-        ("running", "right"),
-        ("eff.", "right"),
-        ("free", "right"),
-        ("pools changed, GiB", "left"),
-    ):
-        t.add_column(col, justify=just, overflow="fold")
-    cur = e.outcome
-    t.add_row("(now)", *_outcome_cells(cur, None)[:5], "", style="bold")
+def values_table(e: Explanation) -> Grid:
+    """Every value re-planned; a run of values that fail the same way is one row."""
+    t = Grid(
+        [
+            Col("change", wrap=True),
+            Col("verdict"),
+            Col("KV tokens", right=True),
+            Col("running", right=True),
+            Col("full ctx", right=True),
+            Col("free GiB", right=True),
+            Col("pools changed (GiB)", wrap=True, under=True, label=""),
+        ],
+        "Lever values",
+    )
+    now = _outcome_cells(e.outcome, None)
+    t.add("(now)", *now[:5], now[5] if e.outcome.verdict != "ok" else "", style="bold")
     for lv in e.levers:
         if lv.effect == "no effect":
             continue
+        run: list[str] = []
+        run_cells: list[str] = []
         for v in lv.values:
             cells = _outcome_cells(v.outcome, v.rejected)
+            fails_alike = cells[0] == "FAIL" and not v.same_as_current
+            if run and not (fails_alike and cells == run_cells):
+                _add_run(t, lv.flag, lv.name, run, run_cells)
+                run = []
+            if fails_alike:
+                run.append(v.label)
+                run_cells = cells
+                continue
             change = v.label if lv.name == "parallelism" else f"{lv.flag} {v.label}"
-            t.add_row(
+            t.add(
                 change,
                 *cells[:5],
                 _value_note(v, cells[5]),
                 style="dim" if v.same_as_current else "",
             )
+        if run:
+            _add_run(t, lv.flag, lv.name, run, run_cells)
     return t
+
+
+def _add_run(t: Grid, flag: str, name: str, labels: list[str], cells: list[str]) -> None:
+    values = ", ".join(labels)
+    t.add(values if name == "parallelism" else f"{flag} {values}", *cells[:5], cells[5])
 
 
 def _value_note(v: LeverValue, fallback: str) -> str:
@@ -120,18 +148,13 @@ def _value_note(v: LeverValue, fallback: str) -> str:
     return _delta(v.delta_gib) if v.outcome and v.outcome.verdict == "ok" else fallback
 
 
-def flags_table(e: Explanation) -> Table:
-    t = Table(
-        title="Your flags: did each one matter? (re-planned without it)",
-        title_justify="left",
-        show_edge=False,
+def flags_table(e: Explanation) -> Grid:
+    t = Grid(
+        [Col("flag"), Col("value"), Col("mattered"), Col("why", wrap=True, under=True, label="")],
+        "Your flags: did each one matter? (re-planned without it)",
     )
-    t.add_column("flag")
-    t.add_column("value")
-    t.add_column("mattered")
-    t.add_column("why", overflow="fold")
     for f in e.user_flags:
-        t.add_row(
+        t.add(
             f.flag,
             _v(f.value),
             "yes" if f.mattered else "no",
@@ -141,81 +164,71 @@ def flags_table(e: Explanation) -> Table:
     return t
 
 
-def _fix_row(c: FixCandidate) -> list[str]:
-    o = c.outcome
+def _fix_cells(c: FixCandidate) -> list[str]:
+    return [c.command_flags, *_fix_cells_of(c.outcome)]
+
+
+def _fix_cells_of(o: Outcome) -> list[str]:
     return [
-        c.command_flags,
         f"{o.kv_tokens:,}",
         str(o.max_running_requests),
-        f"{o.effective_concurrency:g}",
+        requests(o.effective_concurrency),
         f"{o.free_gib:.2f}",
-        f"{c.concurrency_loss:g}",
-        f"{c.context_loss:,}",
     ]
 
 
-def fix_panel(fix: Fix) -> Panel:
+def fix_block(fix: Fix) -> list[Any]:
     if not fix.found or fix.best is None:
-        return Panel(
-            Text(f"No minimal fix: {fix.note}", style="red"),
-            title="Minimal fix",
-            title_align="left",
-            border_style="red",
-        )
+        return [Para(f"no fix found: {fix.note}", prefix="Minimal fix: ", prefix_style="bold red")]
     b = fix.best
-    t = Table(show_edge=False)
-    for col in (
-        "change",
-        "KV tokens",
-        "running",
-        "eff. conc.",
-        "free GiB",
-        "conc. loss",
-        "ctx loss",
-    ):
-        t.add_column(col, justify="left" if col == "change" else "right")
+    head = Para(
+        b.command_flags,
+        prefix=f"Minimal fix ({fix.tried:,} plans tried, at least {fix.min_free_gib:g} GiB "
+        "headroom): ",
+        prefix_style="bold",
+        style="bold",
+    )
+    t = Grid(
+        [
+            Col("change", wrap=True),
+            Col("KV tokens", right=True),
+            Col("running", right=True),
+            Col("full ctx", right=True),
+            Col("free GiB", right=True),
+        ]
+    )
     before = fix.before
-    t.add_row(
-        f"(before: {before.verdict})",
-        f"{before.kv_tokens:,}",
-        str(before.max_running_requests),
-        f"{before.effective_concurrency:g}",
-        f"{before.free_gib:.2f}" if before.verdict == "ok" else "-",
-        "",
-        "",
-        style="dim",
-    )
-    t.add_row(*_fix_row(b), style="bold green")
+    if before.verdict == "ok":
+        t.add("(now)", *_fix_cells_of(before), style="dim")
+    else:
+        t.add("(now: fails)", "-", "-", "-", "-", style="dim")
+    t.add(*(Cell(x, "bold") for x in _fix_cells(b)))
     for alt in fix.alternatives:
-        t.add_row(*_fix_row(alt))
-    head = Text(
-        f"Smallest change that starts ({fix.tried} plans tried, >= {fix.min_free_gib:g} "
-        f"GiB headroom): {b.command_flags}\n",
-        style="bold green",
-    )
-    from rich.console import Group
-
-    return Panel(Group(head, t), title="Minimal fix", title_align="left", border_style="green")
+        t.add(*_fix_cells(alt))
+    return [head, t]
 
 
 def render_explanation(e: Explanation, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     p = e.plan
-    hw = p.hardware
-    console.print(
-        f"[bold]{p.model.name}[/] on {hw.num_gpus}x {hw.gpu}, TP {hw.tp_size} PP {hw.pp_size} - "
-        f"{p.engine.name} {p.engine.profile}: [bold]{'STARTS' if p.verdict == 'ok' else 'FAILS'}[/]"
-    )
+    verdict = of_plan(p)
+    console.print(verdict.text())
+    console.print(Para(header(p)))
     for w in p.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    style = "green" if p.verdict == "ok" else "red"
-    console.print(
-        Panel(Text("\n".join(e.why)), title="Why", title_align="left", border_style=style)
-    )
-    console.print(consumers_table(e))
-    console.print(levers_table(e))
-    console.print(values_table(e))
+        console.print(Para(w, prefix="warning: ", prefix_style="yellow"))
+    console.print()
+    console.print(Text("Why", style="bold"))
+    for line in e.why:
+        console.print(Para(line, prefix="  ", indent=2))
+    blocks: list[Any] = [consumers_table(e), levers_table(e), values_table(e)]
     if e.user_flags:
-        console.print(flags_table(e))
+        blocks.append(flags_table(e))
+    for b in blocks:
+        console.print()
+        console.print(b)
     if e.fix is not None:
-        console.print(fix_panel(e.fix))
+        console.print()
+        for part in fix_block(e.fix):
+            console.print(part)
+    console.print()
+    console.print(verdict.text())

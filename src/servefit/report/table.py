@@ -1,13 +1,15 @@
-"""Terminal rendering of a Plan with rich."""
+"""Terminal rendering of a Plan: the verdict first, then memory, pools, args, the engine's
+lines, and the verdict again at the end (where a terminal leaves the eye)."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
+from rich.console import Console, Group
 from rich.text import Text
 
 from servefit.plan.schema import Plan
+from servefit.report.console import make_console
+from servefit.report.grid import Cell, Col, Grid, Para
+from servefit.report.verdict import WORDS, Verdict, floor_for, of_plan, requests
 
 KEY_ARGS = (
     "mem_fraction_static",
@@ -56,19 +58,33 @@ def _is_vllm(plan: Plan) -> bool:
     return plan.engine.name == "vllm"
 
 
-def _gib(x: float) -> str:
+def gib(x: float) -> str:
     return f"{x:,.2f}"
 
 
-def memory_table(plan: Plan) -> Table:
+def num(x: object) -> str:
+    """A resolved value as a user would type it: 0.7721792968749999 -> 0.7722."""
+    if isinstance(x, float):
+        return f"{x:.4g}" if abs(x) < 1e4 else f"{x:,.0f}"
+    return "-" if x is None else str(x)
+
+
+def _was(x: object) -> str:
+    return "unset" if x is None else num(x)
+
+
+def memory_table(plan: Plan, floor_gib: float) -> Grid:
     r = plan.per_rank
     title = "Memory per GPU rank (GiB)"
     if plan.verdict == "fail":
         title += ": what the engine had reserved when it gave up"
-    t = Table(title=title, title_justify="left", show_edge=False)
-    t.add_column("consumer")
-    t.add_column("GiB", justify="right")
-    t.add_column("% of GPU", justify="right")
+    t = Grid(
+        [Col("consumer", wrap=True), Col("GiB", right=True), Col("% of GPU", right=True)], title
+    )
+
+    def pct(v: float) -> str:
+        return f"{100 * v / r.total_gib:.1f}"
+
     rows = [
         ("weights", r.weights_gib),
         ("KV cache", r.kv_cache_gib),
@@ -80,202 +96,182 @@ def memory_table(plan: Plan) -> Table:
     ]
     for name, val in rows:
         if val or name in ("weights", "KV cache"):
-            t.add_row(name, _gib(val), f"{100 * val / r.total_gib:.1f}")
-    t.add_row(
+            t.add(name, gib(val), pct(val))
+    t.add(
         "profiling peak + non-torch + CUDA-graph estimate"
         if _is_vllm(plan)
         else "reserved (1 - mem_fraction_static)",
-        _gib(r.reserved_gib),
-        f"{100 * r.reserved_gib / r.total_gib:.1f}",
+        gib(r.reserved_gib),
+        pct(r.reserved_gib),
         style="dim",
     )
-    t.add_row(
-        "not available before load (CUDA/NCCL)",
-        _gib(r.total_gib - r.pre_load_free_gib),
-        f"{100 * (r.total_gib - r.pre_load_free_gib) / r.total_gib:.1f}",
-        style="dim",
-    )
-    style = "red" if r.free_gib < 0 else ("yellow" if r.free_gib < 1 else "green")
-    t.add_row(
-        "free after pools (graphs, activations)",
-        _gib(r.free_gib),
-        f"{100 * r.free_gib / r.total_gib:.1f}",
-        style=style,
-    )
+    pre = r.total_gib - r.pre_load_free_gib
+    t.add("not available before load (CUDA/NCCL)", gib(pre), pct(pre), style="dim")
+    ok = plan.verdict == "ok"
+    style = "red" if r.free_gib < 0 else ("yellow" if r.free_gib < floor_gib or not ok else "")
+    t.add("free after pools (graphs, activations)", gib(r.free_gib), pct(r.free_gib), style=style)
     return t
 
 
-def vllm_pools_table(plan: Plan) -> Table:
+def _pool_grid(title: str) -> Grid:
+    return Grid([Col("what", wrap=True), Col("value", wrap=True)], title)
+
+
+def vllm_pools_table(plan: Plan) -> Grid:
     """vLLM's one shared block pool: blocks, what a request takes, the concurrency it logs."""
     p = plan.pools
-    t = Table(
-        title="KV cache pool (per rank)", title_justify="left", show_header=False, show_edge=False
-    )
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    t.add_row("Available KV cache memory", f"{p.budget_gib:,.2f} GiB")
-    t.add_row("attention block size (tokens)", f"{p.block_size:,}" if p.block_size else "-")
-    t.add_row("KV bytes per token (attention layers)", f"{p.kv_bytes_per_token:,}")
-    t.add_row(
+    t = _pool_grid("KV cache pool (per rank)")
+    t.add("Available KV cache memory", f"{p.budget_gib:,.2f} GiB")
+    t.add("attention block size (tokens)", f"{p.block_size:,}" if p.block_size else "-")
+    t.add("KV bytes per token (attention layers)", f"{p.kv_bytes_per_token:,}")
+    t.add(
         "blocks in the pool (num_blocks)", f"{p.num_blocks:,}" if p.num_blocks is not None else "-"
     )
     if p.mamba_layers:
-        t.add_row(
+        t.add(
             "Mamba cache blocks (checked against max_num_seqs)",
             f"{p.mamba_blocks:,}" if p.mamba_blocks is not None else "-",
         )
-        t.add_row(
+        t.add(
             "state bytes per request",
             f"{p.mamba_state_bytes_per_request:,} ({p.mamba_layers} layers)",
         )
-        t.add_row("Mamba blocks per request and group", str(p.mamba_slots_per_request))
-        t.add_row("Mamba cache", p.mamba_sizing or "")
-    t.add_row(
+        t.add("Mamba blocks per request and group", str(p.mamba_slots_per_request))
+        t.add("Mamba cache", p.mamba_sizing or "")
+    t.add(
         f"Maximum concurrency for {p.context_len:,} tokens per request",
         f"{p.max_concurrency:.2f}x" if p.max_concurrency is not None else "-",
     )
-    t.add_row("GPU KV cache size (as logged)", f"{p.max_total_num_tokens:,} tokens")
-    t.add_row("max_num_seqs", Text(str(p.effective_max_running_requests), style="bold"))
+    t.add("GPU KV cache size (as logged)", f"{p.max_total_num_tokens:,} tokens")
+    t.add("max_num_seqs", Cell(str(p.effective_max_running_requests), "bold"))
     return t
 
 
-def pools_table(plan: Plan) -> Table:
+def pools_table(plan: Plan) -> Grid:
     if _is_vllm(plan):
         return vllm_pools_table(plan)
     p = plan.pools
-    t = Table(title="Pools (per rank)", title_justify="left", show_header=False, show_edge=False)
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    t.add_row("budget for state + KV", f"{p.budget_gib:,.2f} GiB")
-    t.add_row(
+    t = _pool_grid("Pools (per rank)")
+    t.add("budget for state + KV", f"{p.budget_gib:,.2f} GiB")
+    t.add(
         "left for the KV pool after the state",
-        Text(f"{p.kv_budget_gib:,.2f} GiB", style="red" if p.kv_budget_gib <= 0 else ""),
+        Cell(f"{p.kv_budget_gib:,.2f} GiB", "red" if p.kv_budget_gib <= 0 else ""),
     )
-    t.add_row("KV bytes per token", f"{p.kv_bytes_per_token:,}")
-    t.add_row("KV tokens (max_total_num_tokens)", f"{p.max_total_num_tokens:,}")
-    t.add_row(
+    t.add("KV bytes per token", f"{p.kv_bytes_per_token:,}")
+    t.add("KV tokens (max_total_num_tokens)", f"{p.max_total_num_tokens:,}")
+    full = p.max_concurrency_at_context
+    t.add(
         "full-context requests the KV holds",
-        f"{p.max_concurrency_at_context:,.2f} x {p.context_len:,}",
+        Cell(f"{requests(full)} x {p.context_len:,}", "yellow" if full < 1 else ""),
     )
     if p.mamba_layers:
-        t.add_row(
+        t.add(
             "state bytes per request",
             f"{p.mamba_state_bytes_per_request:,} ({p.mamba_layers} layers)",
         )
-        t.add_row("state slots (max_mamba_cache_size)", f"{p.max_mamba_cache_size:,}")
-        t.add_row("state slots per running request", str(p.mamba_slots_per_request))
-        t.add_row("state pool sized by", p.mamba_sizing or "")
-    t.add_row(
-        "effective max running requests", Text(str(p.effective_max_running_requests), style="bold")
-    )
-    t.add_row("capped by", p.cap_reason)
+        t.add("state slots (max_mamba_cache_size)", f"{p.max_mamba_cache_size:,}")
+        t.add("state slots per running request", str(p.mamba_slots_per_request))
+        t.add("state pool sized by", p.mamba_sizing or "")
+    t.add("effective max running requests", Cell(str(p.effective_max_running_requests), "bold"))
+    t.add("capped by", p.cap_reason)
     return t
 
 
-def args_table(plan: Plan) -> Table:
-    t = Table(title="Resolved server args", title_justify="left", show_edge=False)
-    t.add_column("arg")
-    t.add_column("value")
-    t.add_column("changed by the engine", overflow="fold")
+def args_table(plan: Plan) -> Grid:
+    t = Grid(
+        [Col("arg"), Col("value"), Col("changed by the engine", wrap=True, under=True)],
+        "Resolved server args",
+    )
     changes = {c.arg: c for c in plan.changes}
     for key in VLLM_KEY_ARGS if _is_vllm(plan) else KEY_ARGS:
         if key not in plan.resolved_args:
             continue
-        val = plan.resolved_args[key]
         ch = changes.get(key)
-        note = f"{ch.old!r} -> {ch.new!r}: {ch.reason}" if ch else ""
-        t.add_row(key, repr(val) if isinstance(val, str) else str(val), note)
+        note = f"{_was(ch.old)} -> {num(ch.new)}: {ch.reason}" if ch else ""
+        t.add(key, num(plan.resolved_args[key]), note)
     return t
 
 
-def render_plan(plan: Plan, console: Console | None = None) -> None:
-    console = console or Console()
+def header(plan: Plan) -> str:
     hw = plan.hardware
     quant = plan.model.dtype if plan.model.quantization == "none" else plan.model.quantization
-    head = (
-        f"[bold]{plan.model.name}[/] ({plan.model.architecture}, {quant}) on "
-        f"{hw.num_gpus}x {hw.gpu} ({hw.memory_mib:,} MiB), TP {hw.tp_size} PP {hw.pp_size} DP {hw.dp_size} - "
-        f"{plan.engine.name} {plan.engine.profile}"
-        + (" - calibrated from a log" if plan.calibrated else "")
-    )
-    console.print(head)
-    for w in plan.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
-    console.print(memory_table(plan))
-    console.print(pools_table(plan))
-    console.print(args_table(plan))
-    if plan.log_lines:
-        console.print(
-            Panel(
-                Text("\n".join(plan.log_lines)),
-                title="What the engine will log",
-                title_align="left",
-                border_style="dim",
-            )
-        )
-    if plan.verdict == "ok":
-        console.print(Panel(Text(_starts_line(plan), style="bold green"), border_style="green"))
-    else:
-        msg = Text(f"FAILS: {plan.error}", style="bold red")
-        if plan.error_consumer:
-            msg.append(f"\ncause: {plan.error_consumer}", style="red")
-        if plan.error_detail:
-            msg.append(f" - {plan.error_detail}", style="red")
-        console.print(Panel(msg, border_style="red"))
-
-
-def _starts_line(plan: Plan) -> str:
-    p = plan.pools
-    if _is_vllm(plan):
-        return (
-            f"STARTS: {p.num_blocks:,} KV blocks of {p.block_size:,} tokens, "
-            f"{p.max_concurrency or 0:.2f}x concurrency at {p.context_len:,} tokens, "
-            f"max_num_seqs {p.effective_max_running_requests}."
-        )
+    par = f"TP {hw.tp_size}" + (f" PP {hw.pp_size}" if hw.pp_size > 1 else "")
+    par += f" DP {hw.dp_size}" if hw.dp_size > 1 else ""
     return (
-        f"STARTS: {p.max_total_num_tokens:,} KV tokens, up to "
-        f"{p.effective_max_running_requests} running requests ({p.cap_reason})."
+        f"{plan.model.name} ({plan.model.architecture}, {quant}) on {hw.num_gpus}x {hw.gpu} "
+        f"({hw.memory_mib:,} MiB), {par}, {plan.engine.name} {plan.engine.profile}"
+        + (", calibrated from a log" if plan.calibrated else "")
     )
 
 
-def compare_table(a: Plan, b: Plan) -> Table:
+def engine_lines(plan: Plan) -> Group:
+    return Group(
+        Text("What the engine will log:", style="bold"),
+        *(Para(line, prefix="  ", indent=4) for line in plan.log_lines),
+    )
+
+
+def render_plan(plan: Plan, console: Console | None = None, verdict: Verdict | None = None) -> None:
+    console = console or make_console()
+    verdict = verdict or of_plan(plan)
+    console.print(verdict.text())
+    console.print(Para(header(plan)))
+    if plan.engine.note:
+        console.print(Text(f"note: {plan.engine.note}", style="yellow"))
+    for w in plan.warnings:
+        console.print(Text("warning: ", style="yellow") + Text(w))
+    floor = floor_for(plan.engine.name).gib
+    for block in (memory_table(plan, floor), pools_table(plan), args_table(plan)):
+        console.print()
+        console.print(block)
+    if plan.log_lines:
+        console.print()
+        console.print(engine_lines(plan))
+    console.print()
+    console.print(verdict.text())
+
+
+def compare_table(a: Plan, b: Plan) -> Grid:
     """Two plans of the same model and GPUs on different engines, side by side."""
-    t = Table(title="Side by side (per GPU rank)", title_justify="left", show_edge=False)
-    t.add_column("")
-    for p in (a, b):
-        t.add_column(f"{p.engine.name} {p.engine.profile}", justify="right")
+    t = Grid(
+        [
+            Col("", wrap=True),
+            *(Col(f"{p.engine.name} {p.engine.profile}", right=True, wrap=True) for p in (a, b)),
+        ],
+        "Side by side (per GPU rank)",
+    )
 
     def row(label: str, fn) -> None:
-        t.add_row(label, *(fn(p) for p in (a, b)))
+        t.add(label, *(fn(p) for p in (a, b)))
 
-    def ctx(p: Plan) -> str:
-        return f"{p.pools.context_len:,}"
+    def full(p: Plan) -> float:
+        mc = p.pools.max_concurrency
+        return mc if mc is not None else p.pools.max_concurrency_at_context
 
-    row("verdict", lambda p: "starts" if p.verdict == "ok" else "fails")
-    row("weights (GiB)", lambda p: _gib(p.per_rank.weights_gib + p.per_rank.draft_weights_gib))
-    row("KV + state budget (GiB)", lambda p: _gib(p.pools.budget_gib))
-    row("KV cache (GiB)", lambda p: _gib(p.per_rank.kv_cache_gib))
+    row("verdict", lambda p: WORDS[of_plan(p).status].lower())
+    row("weights (GiB)", lambda p: gib(p.per_rank.weights_gib + p.per_rank.draft_weights_gib))
+    row("KV + state budget (GiB)", lambda p: gib(p.pools.budget_gib))
+    row("KV cache (GiB)", lambda p: gib(p.per_rank.kv_cache_gib))
     row(
         "Mamba / linear state (GiB)",
-        lambda p: _gib(p.per_rank.mamba_state_gib + p.per_rank.spec_state_gib),
+        lambda p: gib(p.per_rank.mamba_state_gib + p.per_rank.spec_state_gib),
     )
-    row("context length", ctx)
-    row(
-        "full-context requests that fit",
-        lambda p: (
-            f"{(p.pools.max_concurrency if p.pools.max_concurrency is not None else p.pools.max_concurrency_at_context):.2f}"
-        ),
-    )
+    row("context length", lambda p: f"{p.pools.context_len:,}")
+    row("full-context requests that fit", lambda p: requests(full(p)))
     row("KV tokens (as the engine logs them)", lambda p: f"{p.pools.max_total_num_tokens:,}")
     row("running-request cap", lambda p: str(p.pools.effective_max_running_requests))
-    row("error", lambda p: (p.error or "")[:60])
     return t
 
 
 def render_compare(a: Plan, b: Plan, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     render_plan(a, console)
     console.print()
     render_plan(b, console)
     console.print()
     console.print(compare_table(a, b))
+    for p in (a, b):
+        if p.error:
+            console.print(
+                Text(f"{p.engine.name} {p.engine.profile} error: ", style="red") + Text(p.error)
+            )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
+from servefit.report.console import make_console
+from servefit.report.grid import Cell, Col, Grid
 from servefit.verify.result import CheckResult, VerifyReport
 
 STYLE = {"pass": "bold green", "warn": "bold yellow", "fail": "bold red", "skip": "dim"}
@@ -16,19 +17,17 @@ def progress_line(check: CheckResult) -> Text:
     return Text.assemble((f"{check.status.upper():4}", STYLE[check.status]), f" {check.title}")
 
 
-def report_table(report: VerifyReport) -> Table:
+def report_table(report: VerifyReport) -> Grid:
     engine = report.engine or "unknown engine"
     title = f"servefit verify {report.url} - {report.model or '?'} ({engine})"
-    table = Table(title=title, title_justify="left", show_lines=True, expand=False)
-    table.add_column("check", no_wrap=True)
-    table.add_column("result", no_wrap=True)
-    table.add_column("evidence")
+    t = Grid(
+        [Col("check", wrap=True), Col("result"), Col("evidence", wrap=True, under=True, label="")],
+        title,
+    )
     for check in report.checks:
-        body = Text(check.summary)
-        for line in check.evidence:
-            body.append("\n" + line, style="dim")
-        table.add_row(check.title, Text(check.status.upper(), STYLE[check.status]), body)
-    return table
+        body = "\n".join([check.summary, *check.evidence])
+        t.add(check.title, Cell(check.status.upper(), STYLE[check.status]), body)
+    return t
 
 
 def verdict_line(report: VerifyReport) -> Text:
@@ -41,6 +40,9 @@ def verdict_line(report: VerifyReport) -> Text:
 
 
 def render_report(report: VerifyReport, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
+    console.print(verdict_line(report))
+    console.print()
     console.print(report_table(report))
+    console.print()
     console.print(verdict_line(report))

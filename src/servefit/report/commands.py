@@ -1,0 +1,30 @@
+"""Launch commands as text a user can paste: no borders, POSIX quoting, one flag (and its
+values) per continuation line, never a break inside a token."""
+
+from __future__ import annotations
+
+import shlex
+
+from servefit.fit.command import shell_text
+
+
+def command_block(command: str | list[str]) -> str:
+    """A command line (as the user wrote it, or an argv) laid out one flag per line.
+    A string that does not split as POSIX shell (an unbalanced quote) is returned as is."""
+    if isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError:
+            return command
+    else:
+        argv = list(command)
+    env = {}
+    while (
+        argv
+        and "=" in argv[0]
+        and not argv[0].startswith("-")
+        and argv[0].split("=")[0].isidentifier()
+    ):
+        k, _, v = argv.pop(0).partition("=")
+        env[k] = v
+    return shell_text(argv, env or None)
