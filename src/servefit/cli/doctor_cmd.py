@@ -51,10 +51,11 @@ Exit status: 0 nothing wrong, 1 the launch failed or something needs attention, 
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "json"]),
+    type=click.Choice(["table", "json", "shell"]),
     default="table",
     show_default=True,
-    help="table for people, json (one object, docs/doctor-json.md) for scripts.",
+    help="table for people, json (one object, docs/doctor-json.md) for scripts; shell: only "
+    "the fixed launch command (nothing when there is no fix).",
 )
 @click.pass_context
 def doctor(
@@ -83,6 +84,11 @@ def doctor(
     report = diagnose(facts, command=command, since=since, model=model, gpu=gpu, engine=engine)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
+    elif fmt == "shell":
+        if report.fix is not None and report.fix.command:
+            from servefit.report.commands import command_block
+
+            click.echo(command_block(report.fix.command))
     else:
         from servefit.doctor.render import render
 

@@ -54,14 +54,26 @@ def explain(
     """Which memory, which consumer, which flag: explain a launch and find the minimal fix."""
     from servefit.errors import ArgumentError
     from servefit.explain.analysis import explain_request
-    from servefit.report.explain_view import render_explanation
+    from servefit.report.explain_view import explain_shell, render_explanation
 
     if min_free_gib is not None and min_free_gib < 0:
         raise ArgumentError(f"--min-free-gib must be >= 0, got {min_free_gib}")
+    request = request_from_cli(ctx, opts)
     result = explain_request(
-        request_from_cli(ctx, opts),
+        request,
         min_free_gib=min_free_gib,
         with_fix=not no_fix,
         allow_lossy=allow_lossy,
     )
-    emit(ctx, result, fmt, html_path, render_explanation, result.outcome.verdict == "ok")
+    model = request.model if isinstance(request.model, str) else result.plan.model.name
+    # the model as the user named it, for the commands printed
+    emit(
+        ctx,
+        result,
+        fmt,
+        html_path,
+        lambda e: render_explanation(e, model=model, env=request.env),
+        result.outcome.verdict == "ok",
+        lambda e: explain_shell(e, model, request.env),
+        {"model": model, "env": request.env},
+    )

@@ -36,7 +36,7 @@ def fit(ctx: click.Context, fmt: str, html_path: str | None, **opts) -> None:
     """Search TP/PP and memory flags for the launch with the best effective concurrency."""
     from servefit.cli.fit_inputs import fit_request_from_cli
     from servefit.fit.search import fit as run_fit
-    from servefit.report.fit_view import render_fit
+    from servefit.report.fit_view import render_fit, render_fit_shell
 
     result = run_fit(fit_request_from_cli(ctx, opts))
-    emit(ctx, result, fmt, html_path, render_fit, bool(result.best))
+    emit(ctx, result, fmt, html_path, render_fit, bool(result.best), render_fit_shell)

@@ -1,4 +1,4 @@
-"""Shared output for explain and fit: --format table|json and --html FILE."""
+"""Shared output for explain and fit: --format table|json|shell and --html FILE."""
 
 from __future__ import annotations
 
@@ -15,19 +15,26 @@ def emit(
     html_path: str | None,
     render: Callable[[Any], None],
     ok: bool,
+    shell: Callable[[Any], None] | None = None,
+    html_args: dict[str, Any] | None = None,
 ) -> None:
-    """Write the HTML page if asked, print JSON or the table, exit 0 (ok) or 1."""
+    """Write the HTML page if asked, print JSON, the commands or the table; exit 0 (ok) or 1."""
     if html_path:
         from servefit.report.html import write_html
 
-        write_html(obj, html_path)
+        write_html(obj, html_path, **(html_args or {}))
     if fmt == "json":
         click.echo(obj.model_dump_json(indent=2))
+    elif fmt == "shell" and shell is not None:
+        shell(obj)
     else:
         render(obj)
         if html_path:
             click.echo(f"wrote {html_path}")
     ctx.exit(0 if ok else 1)
+
+
+SHELL_HELP = "shell: only the recommended launch command(s), ready to paste or pipe."
 
 
 def format_options(f):
@@ -41,8 +48,8 @@ def format_options(f):
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(["table", "json"]),
+        type=click.Choice(["table", "json", "shell"]),
         default="table",
         show_default=True,
-        help="table for people, json (docs/explain-fit.md) for scripts.",
+        help="table for people, json (docs/explain-fit.md) for scripts; " + SHELL_HELP,
     )(f)

@@ -16,11 +16,30 @@ MEMORY_KEYS = (
     "req_to_token",
     "reserved",
     "cuda_context",
+    "activation_peak",
+    "graphs",
     "free",
 )
 
 
+def _consumers(plan: Plan, *prefixes: str) -> float:
+    return sum(c.gib for c in plan.consumers if c.name.startswith(prefixes))
+
+
+def shortfall_gib(plan: Plan) -> float:
+    """How much memory the launch lacks: a failing plan's state reservations beyond its budget
+    (or a negative budget: the weights alone exceed it), or an OOM plan's negative free memory.
+    0 when the launch fails for another reason (vLLM's Mamba-block check) or does not lack any."""
+    p = plan.pools
+    if plan.verdict == "fail":
+        return max(0.0, -p.kv_budget_gib, -p.budget_gib)
+    return max(0.0, -plan.per_rank.free_gib)
+
+
 def memory_gib(plan: Plan) -> dict[str, float]:
+    """Per-rank memory by consumer. `activation_peak` and `graphs` are vLLM's profiled peak and
+    its CUDA-graph + non-torch estimate (inside its `reserved`; 0 for SGLang, whose graphs and
+    activations come out of `free`); `short` is shortfall_gib."""
     r = plan.per_rank
     return {
         "weights": r.weights_gib,
@@ -32,7 +51,10 @@ def memory_gib(plan: Plan) -> dict[str, float]:
         "req_to_token": r.req_to_token_gib,
         "reserved": r.reserved_gib,
         "cuda_context": r.total_gib - r.pre_load_free_gib,
+        "activation_peak": _consumers(plan, "activation peak"),
+        "graphs": _consumers(plan, "CUDA-graph", "non-torch"),
         "free": r.free_gib,
+        "short": shortfall_gib(plan),
     }
 
 

@@ -148,9 +148,13 @@ def baseline(
     return candidate(req, space, proto, e, 0, profile, model_path, commands=False)
 
 
-def sweeps(best: Eval, evals: list[Eval], space: FitSpace, profile: str) -> list[Sweep]:
+def sweeps(
+    best: Eval, evals: list[Eval], space: FitSpace, profile: str, concurrency: int | None = None
+) -> list[Sweep]:
     """Effective concurrency of the best's family as the memory fraction, then the
-    running-request cap, moves (the other flags of the best kept)."""
+    running-request cap, moves (the other flags of the best kept); each point says whether it
+    starts with the headroom and meets the --concurrency floor, the two things the ranking
+    demands before it compares concurrency."""
     cat = space.catalogue
     same = [e for e in evals if (e.tp, e.pp, e.outer) == (best.tp, best.pp, best.outer)]
     by_f = sorted(
@@ -179,6 +183,11 @@ def sweeps(best: Eval, evals: list[Eval], space: FitSpace, profile: str) -> list
                     effective_concurrency=[e.outcome.effective_concurrency for e in rows],
                     kv_tokens=[e.outcome.kv_tokens for e in rows],
                     starts=[e.ok for e in rows],
+                    running=[e.outcome.max_running_requests for e in rows],
+                    meets_concurrency=[
+                        concurrency is None or e.outcome.max_running_requests >= concurrency
+                        for e in rows
+                    ],
                 )
             )
     return out

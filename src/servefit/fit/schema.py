@@ -51,7 +51,9 @@ class Sweep(_Frozen):
     x: list[Any]
     effective_concurrency: list[float]
     kv_tokens: list[int]
-    starts: list[bool]
+    starts: list[bool]  # starts with the required headroom
+    running: list[int] = Field(default_factory=list)  # the engine's max running requests
+    meets_concurrency: list[bool] = Field(default_factory=list)  # running >= --concurrency
 
 
 class FitResult(_Frozen):

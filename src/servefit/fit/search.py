@@ -121,7 +121,7 @@ def fit(req: FitRequest) -> FitResult:
         best=best,
         baseline=baseline,
         beats_baseline=beats,
-        sweeps=ranking.sweeps(ranked[0], evals, space, profile) if ranked else [],
+        sweeps=ranking.sweeps(ranked[0], evals, space, profile, req.concurrency) if ranked else [],
         note=None if best else _nothing_note(req, notes),
     )
 

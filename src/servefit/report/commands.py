@@ -4,8 +4,9 @@ values) per continuation line, never a break inside a token."""
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
-from servefit.fit.command import shell_text
+from servefit.fit.command import launch_commands, shell_text
 
 
 def command_block(command: str | list[str]) -> str:
@@ -28,3 +29,14 @@ def command_block(command: str | list[str]) -> str:
         k, _, v = argv.pop(0).partition("=")
         env[k] = v
     return shell_text(argv, env or None)
+
+
+def command_for(
+    engine: str, profile: str, model: str, args: dict[str, Any], env: dict[str, str] | None = None
+) -> str:
+    """The launch command for engine args (dest -> value), the engine's own spellings; --host
+    only when the args carry one (the engine's default bind address otherwise)."""
+    extra = {k: args[k] for k in ("host", "port") if args.get(k) is not None}
+    rest = {k: v for k, v in args.items() if k not in extra and v is not None}
+    (cmd,) = launch_commands(engine, profile, model, rest, env=env, extra=extra)
+    return cmd.shell

@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.text import Text
 
 from servefit.explain.schema import Explanation, Fix, FixCandidate, LeverValue, Outcome
-from servefit.report.console import make_console
+from servefit.report.commands import command_for
+from servefit.report.console import make_console, plain
 from servefit.report.grid import Cell, Col, Grid, Para
 from servefit.report.table import header, num
 from servefit.report.verdict import of_plan, requests
@@ -30,6 +31,8 @@ NAMES = {
     "reserved": "reserve",
     "cuda_context": "CUDA/NCCL",
     "weights": "weights",
+    "activation_peak": "activation peak",
+    "graphs": "CUDA graphs + non-torch",
 }
 
 
@@ -208,7 +211,12 @@ def fix_block(fix: Fix) -> list[Any]:
     return [head, t]
 
 
-def render_explanation(e: Explanation, console: Console | None = None) -> None:
+def render_explanation(
+    e: Explanation,
+    console: Console | None = None,
+    model: str | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
     console = console or make_console()
     p = e.plan
     verdict = of_plan(p)
@@ -230,5 +238,21 @@ def render_explanation(e: Explanation, console: Console | None = None) -> None:
         console.print()
         for part in fix_block(e.fix):
             console.print(part)
+        if e.fix.best is not None and model is not None:
+            console.print()
+            console.print(Text("The launch with the minimal fix:", style="bold"))
+            plain(
+                console, command_for(p.engine.name, p.engine.profile, model, e.fix.best.args, env)
+            )
     console.print()
     console.print(verdict.text())
+
+
+def explain_shell(e: Explanation, model: str, env: dict[str, str] | None = None) -> None:
+    """`--format shell`: the launch with the minimal fix applied (or as given, when it starts
+    and needs none); nothing when no fix was found."""
+    p = e.plan
+    if e.fix is not None and e.fix.best is None:
+        return
+    args = e.fix.best.args if e.fix is not None and e.fix.best else dict(p.user_args)
+    plain(make_console(), command_for(p.engine.name, p.engine.profile, model, args, env))
