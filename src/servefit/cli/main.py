@@ -80,6 +80,15 @@ def plan_cmd(ctx: click.Context, fmt: str, compare: str | None, **opts) -> None:
     from servefit.plan.planner import plan
 
     request = request_from_cli(ctx, opts)
+    if str(request.gpu).lower() == "local":
+        from servefit.hardware.nvml import local_gpus
+
+        found = local_gpus()
+        if not found.devices:  # a laptop or a CPU box: a note, and the catalog GPUs instead
+            from servefit.report.table import render_no_local_gpu
+
+            render_no_local_gpu(request, found.reason or "NVML sees no GPU", fmt)
+            ctx.exit(0)
     result = plan(request)
     if compare:
         _compare(ctx, request, result, compare, fmt)

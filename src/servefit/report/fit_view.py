@@ -165,7 +165,7 @@ def render_fit(r: FitResult, console: Console | None = None) -> None:
             "at least as good as" if r.beats_baseline else "not better in every respect than"
         )
         console.print(
-            f"servefit's best is {verdict_word} yours (full-context requests and KV tokens)."
+            Para(f"servefit's best is {verdict_word} yours (full-context requests and KV tokens).")
         )
     console.print()
     console.print(Text("Commands", style="bold"))

@@ -9,7 +9,7 @@ from rich.text import Text
 from servefit.plan.schema import Plan
 from servefit.report.console import make_console
 from servefit.report.grid import Cell, Col, Grid, Para
-from servefit.report.verdict import WORDS, Verdict, floor_for, of_plan, requests
+from servefit.report.verdict import STYLE, WORDS, Verdict, floor_for, of_plan, requests
 
 KEY_ARGS = (
     "mem_fraction_static",
@@ -275,3 +275,63 @@ def render_compare(a: Plan, b: Plan, console: Console | None = None) -> None:
             console.print(
                 Text(f"{p.engine.name} {p.engine.profile} error: ", style="red") + Text(p.error)
             )
+
+
+def render_no_local_gpu(request, reason: str, fmt: str, console: Console | None = None) -> None:
+    """`--gpu local` on a machine without a GPU: say so, and plan the launch on every catalog
+    GPU instead, so the answer is where it would start."""
+    import json
+    from dataclasses import replace
+
+    from servefit.errors import ServefitError
+    from servefit.hardware.catalog import entries
+    from servefit.plan.planner import plan
+
+    note = (
+        f"--gpu local: no GPU visible on this machine ({reason}); "
+        "planned on each catalog GPU instead (name one with --gpu NAME)"
+    )
+    rows = []
+    for e in entries():
+        try:
+            p = plan(replace(request, gpu=e.spec.key))
+        except ServefitError as exc:
+            rows.append({"gpu": e.spec.key, "name": e.spec.name, "error": str(exc)})
+            continue
+        v = of_plan(p)
+        each = f", {p.pools.context_len:,} tokens each"
+        rows.append(
+            {
+                "gpu": e.spec.key,
+                "name": e.spec.name,
+                "memory_mib": e.spec.memory_mib,
+                "gpus": p.hardware.num_gpus,
+                "context": p.pools.context_len,
+                "verdict": v.status,
+                "summary": v.headline.replace(each, "").replace(
+                    "the engine stops at start-up: ", ""
+                ),
+            }
+        )
+    if fmt == "json":
+        print(json.dumps({"note": note, "plans": rows}, indent=2))
+        return
+    console = console or make_console()
+    console.print(Para(note, prefix="note: ", prefix_style="yellow"))
+    ok = [r for r in rows if "context" in r]
+    title = f"On {ok[0]['gpus']} GPU(s) of each kind, context {ok[0]['context']:,}" if ok else None
+    t = Grid(
+        [Col("--gpu"), Col("MiB", right=True), Col("verdict"), Col("", wrap=True, under=True)],
+        title,
+    )
+    for r in rows:
+        if "error" in r:
+            t.add(r["gpu"], "-", "cannot plan", r["error"])
+        else:
+            t.add(
+                r["gpu"],
+                f"{r['memory_mib']:,}",
+                Cell(WORDS[r["verdict"]].lower(), STYLE[r["verdict"]]),
+                r["summary"],
+            )
+    console.print(t)
