@@ -148,7 +148,7 @@ def local_gpus() -> LocalGPUs:
     try:
         import pynvml as nvml
     except Exception:
-        return LocalGPUs(reason="nvidia-ml-py is not installed (pip install 'servefit[gpu]')")
+        return LocalGPUs(reason="nvidia-ml-py is not installed (pip install nvidia-ml-py)")
     try:
         nvml.nvmlInit()
     except Exception as exc:
