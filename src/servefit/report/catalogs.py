@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 
 from rich.console import Console
 
-from servefit.report.console import make_console
-from servefit.report.grid import Col, Grid
-
 from servefit import catalog
 from servefit.catalog import CatalogEntry
 from servefit.errors import ServefitError
+from servefit.report.console import make_console
+from servefit.report.grid import Col, Grid
 
 
 def render_gpus(fmt: str, console: Console | None = None) -> None:
