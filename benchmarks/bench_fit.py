@@ -32,7 +32,7 @@ CASES = (
 
 
 def bench_fit(runs: int = 3) -> list[tuple[str, int, float, float, str]]:
-    from servefit.fit.search import FitRequest, fit
+    from servefit._fit.search import FitRequest, fit
 
     rows = []
     for label, engine, conc, extra in CASES:
@@ -72,8 +72,8 @@ def bench_fit(runs: int = 3) -> list[tuple[str, int, float, float, str]]:
 
 
 def bench_explain(runs: int = 5) -> list[tuple[str, float]]:
-    from servefit.explain.analysis import explain_request
-    from servefit.plan.planner import PlanRequest
+    from servefit._explain.analysis import explain_request
+    from servefit._plan.planner import PlanRequest
 
     out = []
     for label, extra in (

@@ -59,7 +59,7 @@ SEED_CMD = [
 
 
 def in_process(n: int = 500) -> dict[str, float]:
-    from servefit.plan.planner import PlanRequest, plan
+    from servefit._plan.planner import PlanRequest, plan
 
     out = {}
     for engine in ("sglang==0.5.9", "sglang==0.5.23"):

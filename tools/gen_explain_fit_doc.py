@@ -46,8 +46,8 @@ def schema(model) -> str:
 
 
 def main() -> None:
-    from servefit.explain.schema import Explanation
-    from servefit.fit.schema import FitResult
+    from servefit._explain.schema import Explanation
+    from servefit._fit.schema import FitResult
 
     text = TEMPLATE.format(
         explain_085=run(
@@ -170,7 +170,7 @@ one command per node.
 
 ## explain with vLLM: the same model and GPUs, vLLM 0.33.0
 
-The same catalogue mechanism with vLLM's levers (`servefit/explain/levers_vllm.py`, built from
+The same catalogue mechanism with vLLM's levers (`servefit/_explain/levers_vllm.py`, built from
 the profile's `servefit/engines/vllm/levers.py`). On a 47.6 GiB A6000 vLLM's own default is 256
 sequences (`get_batch_defaults`: under 70 GiB), which starts; `--max-num-seqs 1024` (the default
 on 70 GiB and larger GPUs) does not: FULL decode CUDA graphs need one Mamba block per sequence,
@@ -213,20 +213,20 @@ no API server).
 
 ## How the search works
 
-* **explain** re-plans each lever of the engine release (`servefit/explain/levers.py`: the
+* **explain** re-plans each lever of the engine release (`servefit/_explain/levers.py`: the
   catalogue lists each lever's engine attribute per release and generates candidate values
   from the current plan): `--mem-fraction-static`, `--max-running-requests`,
   `--mamba-full-memory-ratio`, `--max-mamba-cache-size`, `--mamba-ssm-dtype`, speculative
   steps / draft tokens / off, `--context-length`, `--kv-cache-dtype`, `--chunked-prefill-size`,
   the decode CUDA-graph batch size, the radix cache, the mamba scheduler (0.5.9) / radix-cache
   (0.5.23) strategy, and TP / PP (the same GPUs, and twice as many). For vLLM
-  (`servefit/explain/levers_vllm.py`): `--gpu-memory-utilization`, `--max-num-seqs`,
+  (`servefit/_explain/levers_vllm.py`): `--gpu-memory-utilization`, `--max-num-seqs`,
   `--max-model-len`, `--max-num-batched-tokens`, `--kv-cache-dtype`, `--mamba-ssm-cache-dtype`,
   `--speculative-config.num_speculative_tokens` and speculative decoding off,
   `--enable-prefix-caching`, `--mamba-block-size`, and TP / PP. Then each flag you set is
-  re-planned without it. `servefit/explain/catalogue.py` picks the plan's engine's catalogue;
+  re-planned without it. `servefit/_explain/catalogue.py` picks the plan's engine's catalogue;
   nothing else in explain, fix or fit depends on the engine.
-* **minimal fix** (`servefit/explain/fix.py`): every fix value of every lever alone, then pairs
+* **minimal fix** (`servefit/_explain/fix.py`): every fix value of every lever alone, then pairs
   of the levers that moved anything (coarse grids, refined one flag at a time). Ranked by
   (flags changed, loss of effective concurrency at the requested context, loss of context,
   more KV tokens, a higher request cap, more headroom). Lossy levers (KV / SSM dtype) only with
@@ -237,17 +237,17 @@ no API server).
   searched on the replay calibrated with the log's measurements (for vLLM: "Model loading
   took"), and falls back to vLLM's own printed estimate of the longest context when it cannot
   replay the log.
-* **fit** (`servefit/fit/search.py`): for each TP x PP layout using all GPUs, (with
+* **fit** (`servefit/_fit/search.py`): for each TP x PP layout using all GPUs, (with
   `--allow-lossy` also FP8 KV and BF16 SSM state; with `--allow-no-radix` also radix cache off),
   for `max_running_requests` in engine default, 1..32, 36..256, for the state-pool sizing
   (engine's own; `--max-mamba-cache-size` = running x slots per request, so no slot is
   stranded; or a ratio), `--mem-fraction-static` from the engine default and 0.70..0.97 until the
   headroom drops under `--min-free-gib`. Every candidate is a full plan; past 8,000 plans
   (many layouts, lossy variants) both grids are thinned evenly. Ranking
-  (`servefit/fit/rank.py`): meets `--concurrency`; effective concurrency (capped at
+  (`servefit/_fit/rank.py`): meets `--concurrency`; effective concurrency (capped at
   `--concurrency`, whole requests); headroom (0.5 GiB steps); fewer changed flags; more KV
   tokens. The best of each family (layout x set of changed flags) is shown. vLLM
-  (`servefit/fit/space.py`): for each layout, (lossy / prefix-caching variants), for
+  (`servefit/_fit/space.py`): for each layout, (lossy / prefix-caching variants), for
   `max_num_seqs` in engine default, 1..16, 20..64, 80..1024, `--gpu-memory-utilization` from
   the engine default and 0.80..0.98 until the headroom drops under `--min-free-gib`.
   Effective concurrency uses vLLM's own count at the target context (blocks / blocks per

@@ -1,4 +1,4 @@
-"""servefit: plan, explain and fit SGLang memory for dense and hybrid LLMs before launch.
+"""servefit: plan, explain and fit SGLang / vLLM memory for dense and hybrid LLMs before launch.
 
     >>> import servefit
     >>> p = servefit.plan("Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9", tp_size=2,
@@ -8,63 +8,52 @@
     >>> r = servefit.fit("Qwen/Qwen3.6-27B", gpu="A6000", num_gpus=2, context=32768)  # -> FitResult
 
 See servefit.api for the full signatures and docs/explain-fit.md for the result types.
-Imports are lazy: `import servefit` costs almost nothing.
+`import servefit` costs almost nothing: the functions import what they use when called, and the
+result types below are imported on first access.
 
-`plan`, `explain` and `fit` are both API functions and the names of subpackages
-(servefit/plan/, servefit/explain/, servefit/fit/). The package keeps the functions bound to
-those names (importing a subpackage does not replace them), and each function still reaches
-its subpackage's modules as attributes (servefit.plan.planner, servefit.fit.search).
+The packages behind the API have private names (servefit._plan, servefit._explain,
+servefit._fit), so that importing one never rebinds `servefit.plan` and the like.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import sys
-import types
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from servefit.api import explain, fit, plan
+
+if TYPE_CHECKING:
+    from servefit._explain.schema import Explanation
+    from servefit._fit.schema import FitResult
+    from servefit._plan.planner import PlanRequest
+    from servefit._plan.schema import Plan
 
 __version__ = "0.1.0"
 
-_API = ("plan", "explain", "fit")
+# the result and request types, where they live
+_TYPES = {
+    "Plan": "servefit._plan.schema",
+    "PlanRequest": "servefit._plan.planner",
+    "Explanation": "servefit._explain.schema",
+    "FitResult": "servefit._fit.schema",
+}
 
 
-class _Entry:
-    """An API function that also resolves attributes of the same-named subpackage."""
-
-    def __init__(self, name: str):
-        from servefit import api
-
-        functools.update_wrapper(self, getattr(api, name))
-        self._subpackage = f"{__name__}.{name}"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.__wrapped__(*args, **kwargs)
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
-            raise AttributeError(attr)
-        module = importlib.import_module(self._subpackage)
-        try:
-            return getattr(module, attr)
-        except AttributeError:
-            return importlib.import_module(f"{self._subpackage}.{attr}")
-
-    def __repr__(self) -> str:
-        return f"<servefit.{self.__name__} (function; subpackage {self._subpackage})>"
+def __getattr__(name: str) -> Any:
+    if name in _TYPES:
+        value = getattr(import_module(_TYPES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'servefit' has no attribute {name!r}")
 
 
-class _Package(types.ModuleType):
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Importing servefit.plan (etc.) would bind the subpackage over the API function.
-        if name in _API and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-plan = _Entry("plan")
-explain = _Entry("explain")
-fit = _Entry("fit")
-
-__all__ = ["plan", "explain", "fit", "__version__"]
+__all__ = [
+    "Explanation",
+    "FitResult",
+    "Plan",
+    "PlanRequest",
+    "__version__",
+    "explain",
+    "fit",
+    "plan",
+]

@@ -25,10 +25,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from servefit.explain.schema import Explanation
-    from servefit.fit.schema import FitResult
-    from servefit.plan.planner import PlanRequest
-    from servefit.plan.schema import Plan
+    from servefit._explain.schema import Explanation
+    from servefit._fit.schema import FitResult
+    from servefit._plan.planner import PlanRequest
+    from servefit._plan.schema import Plan
 
 
 def _request(
@@ -43,8 +43,8 @@ def _request(
     measured_weights_gib: float | None,
     engine_args: dict[str, Any],
 ) -> PlanRequest:
+    from servefit._plan.planner import PlanRequest
     from servefit.errors import ArgumentError
-    from servefit.plan.planner import PlanRequest
 
     if isinstance(model, PlanRequest):
         return model
@@ -82,7 +82,7 @@ def plan(
     `model` is a catalog id, a config.json / checkpoint path, a Hub id, a ModelSpec, or a
     ready PlanRequest (then the other arguments are ignored).
     """
-    from servefit.plan.planner import plan as _plan
+    from servefit._plan.planner import plan as _plan
 
     return _plan(
         _request(
@@ -121,7 +121,7 @@ def explain(
     launch the minimal fix (fewest flags; least loss of concurrency, then context) that starts
     with `min_free_gib` of headroom (default: the engine's, 2 GiB SGLang / 1 GiB vLLM).
     `allow_lossy` lets the fix change KV / SSM dtypes."""
-    from servefit.explain.analysis import explain_request
+    from servefit._explain.analysis import explain_request
 
     request = _request(
         model,
@@ -170,8 +170,8 @@ def fit(
     planned too and returned beside the best, e.g. a hand-tuned launch. `engine` may be SGLang
     or vLLM (each searched with its own flags); `min_free_gib` defaults to the engine's
     (2 GiB SGLang, 1 GiB vLLM)."""
-    from servefit.fit.search import FitRequest
-    from servefit.fit.search import fit as _fit
+    from servefit._fit.search import FitRequest
+    from servefit._fit.search import fit as _fit
 
     return _fit(
         FitRequest(
@@ -203,10 +203,10 @@ def _baseline_args(text: str, engine: str) -> dict[str, Any]:
     """Engine args from a launch command or a bare flag string."""
     import shlex
 
+    from servefit._fit.space import space_for
     from servefit.engines.command import parse_launch_command
     from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
-    from servefit.fit.space import space_for
 
     try:
         argv = parse_launch_command(text).argv

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
+from servefit._plan.planner import PlanRequest, plan
 from servefit.doctor.diagnose import diagnose, root_cause
 from servefit.doctor.launches import read_log
-from servefit.plan.planner import PlanRequest, plan
 from tests.seedcase import SEED
 
 

@@ -15,10 +15,10 @@ import json
 
 import pytest
 
+from servefit._explain.analysis import explain_request
+from servefit._plan.planner import PlanRequest
 from servefit.doctor.diagnose import diagnose
 from servefit.doctor.launches import read_log
-from servefit.explain.analysis import explain_request
-from servefit.plan.planner import PlanRequest
 
 MTP = {"method": "mtp", "num_speculative_tokens": 3}
 ARGS = {"tensor_parallel_size": 2, "max_model_len": 32768, "max_num_seqs": 1024}

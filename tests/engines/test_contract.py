@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from servefit._explain.catalogue import catalogue_for
+from servefit._plan.planner import PlanRequest, plan
 from servefit.engines import registry
 from servefit.errors import EngineVersionError
-from servefit.explain.catalogue import catalogue_for
-from servefit.plan.planner import PlanRequest, plan
 from tests.seedcase import SEED_SIZING_ARGV
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "engines"

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from servefit._plan.planner import PlanRequest
 from servefit.model.inventory import load_model
-from servefit.plan.planner import PlanRequest
 from tests.seedcase import HAND_TUNED, SEED
 
 
@@ -22,13 +22,13 @@ def seed_request(qwen36):
 
 @pytest.fixture(scope="session")
 def failing_085(seed_request):
-    from servefit.explain.analysis import explain_request
+    from servefit._explain.analysis import explain_request
 
     return explain_request(seed_request(mem_fraction_static=0.85))
 
 
 @pytest.fixture(scope="session")
 def hand_tuned(seed_request):
-    from servefit.explain.analysis import explain_request
+    from servefit._explain.analysis import explain_request
 
     return explain_request(seed_request(**HAND_TUNED))

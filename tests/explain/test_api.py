@@ -5,21 +5,42 @@ from __future__ import annotations
 import doctest
 
 import servefit
-from servefit.explain.schema import Explanation
-from servefit.fit.schema import FitResult
-from servefit.plan.schema import Plan
+from servefit._explain.schema import Explanation
+from servefit._fit.schema import FitResult
+from servefit._plan.schema import Plan
 from tests.seedcase import SEED, SEED_FIT
 
 
-def test_plan_twice_and_subpackages_still_reachable():
-    # importing servefit.plan.planner must not replace the servefit.plan function
-    import servefit.plan.planner as planner
+def test_plan_twice_and_the_api_names_stay_functions():
+    # importing the packages behind the API never rebinds servefit.plan / .explain / .fit
+    import servefit._explain.analysis
+    import servefit._fit.search
+    import servefit._plan.planner as planner
+    from servefit import api
 
+    assert (servefit.plan, servefit.explain, servefit.fit) == (api.plan, api.explain, api.fit)
     a = servefit.plan("Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9", **SEED)
     b = servefit.plan("Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9", **SEED)
     assert isinstance(a, Plan) and a == b
-    assert servefit.plan.planner is planner
-    assert servefit.fit.search.FitRequest is not None
+    assert servefit._plan.planner is planner
+    # the result types are exported as they are
+    assert (servefit.Plan, servefit.PlanRequest) == (Plan, planner.PlanRequest)
+    assert (servefit.Explanation, servefit.FitResult) == (Explanation, FitResult)
+
+
+def test_the_package_is_typed_and_imports_light():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    assert (Path(servefit.__file__).parent / "py.typed").is_file()
+    # `import servefit` (and so the CLI's start) loads no planner, pydantic or rich
+    code = (
+        "import sys, servefit; "
+        "print(sorted(m for m in sys.modules if m.startswith(('servefit.', 'pydantic', 'rich'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['servefit.api']"
 
 
 def test_explain_and_fit_return_typed_frozen_results():

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from servefit.explain.schema import Explanation
-from servefit.fit.schema import FitResult
+from servefit._explain.schema import Explanation
+from servefit._fit.schema import FitResult
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "explain-fit.md"
 

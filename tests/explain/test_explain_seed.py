@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from servefit.explain.outcome import outcome, starts
-from servefit.plan.planner import plan, with_args
+from servefit._explain.outcome import outcome, starts
+from servefit._plan.planner import plan, with_args
 from tests.seedcase import PER_REQ
 
 GiB = 1 << 30
@@ -70,7 +70,7 @@ def test_hand_tuned_ratio_did_not_matter_the_other_two_did(hand_tuned, seed_requ
 
 
 def test_ratio_does_matter_in_0523(seed_request):
-    from servefit.explain.analysis import explain_request
+    from servefit._explain.analysis import explain_request
 
     e = explain_request(
         seed_request(
@@ -99,7 +99,7 @@ def test_engine_overrides_are_no_effect_with_the_engines_reason(failing_085):
 def test_heuristic_only_flags(failing_085, seed_request):
     """chunked prefill only enters the default fraction: no effect when the fraction is given,
     an effect when it is not — found by re-planning both ways."""
-    from servefit.explain.analysis import explain_request
+    from servefit._explain.analysis import explain_request
 
     assert lever(failing_085, "chunked_prefill_size").effect == "no effect"
     assert (
@@ -150,8 +150,8 @@ def test_minimal_fix_is_one_flag_and_the_best_one(failing_085, seed_request):
 
 
 def test_explain_on_a_dense_model_has_no_state_levers():
-    from servefit.explain.analysis import explain_request
-    from servefit.plan.planner import PlanRequest
+    from servefit._explain.analysis import explain_request
+    from servefit._plan.planner import PlanRequest
 
     e = explain_request(
         PlanRequest(

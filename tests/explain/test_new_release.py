@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from servefit._explain.analysis import explain_request
+from servefit._plan.planner import PlanRequest
 from servefit.engines import registry
-from servefit.explain.analysis import explain_request
-from servefit.plan.planner import PlanRequest
 from tests.seedcase import SEED
 
 VLLM_SEED = {

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from servefit._explain.analysis import explain_request
+from servefit._plan.planner import PlanRequest
 from servefit.engines.vllm.common import cdiv
-from servefit.explain.analysis import explain_request
-from servefit.plan.planner import PlanRequest
 from tests.groundtruth import observed
 from tests.plan.test_ground_truth_vllm import CLUB612, CONC, TOKENS, number
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from servefit.explain.analysis import explain_request
-from servefit.plan.planner import PlanRequest, plan
+from servefit._explain.analysis import explain_request
+from servefit._plan.planner import PlanRequest, plan
 
 
 def test_fix_is_the_longest_context_that_fits():

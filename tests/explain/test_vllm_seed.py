@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from servefit._explain.analysis import explain_request
+from servefit._plan.planner import PlanRequest, plan
 from servefit.engines.vllm.common import cdiv
-from servefit.explain.analysis import explain_request
-from servefit.plan.planner import PlanRequest, plan
 
 MTP = {"method": "mtp", "num_speculative_tokens": 3}
 SEED = {"tensor_parallel_size": 2, "max_model_len": 32768, "speculative_config": MTP}

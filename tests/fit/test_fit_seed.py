@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from servefit._explain.outcome import outcome
+from servefit._fit.search import FitRequest, fit
+from servefit._plan.planner import PlanRequest, plan
 from servefit.engines.sglang.flags import load_flags, parse_argv
-from servefit.explain.outcome import outcome
-from servefit.fit.search import FitRequest, fit
 from servefit.model.inventory import load_model
-from servefit.plan.planner import PlanRequest, plan
 from tests.seedcase import HAND_TUNED, SEED, SEED_FIT
 
 

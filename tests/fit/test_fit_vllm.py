@@ -13,10 +13,10 @@ import json
 
 import pytest
 
+from servefit._explain.outcome import outcome
+from servefit._fit.search import FitRequest, fit
+from servefit._plan.planner import PlanRequest, plan
 from servefit.engines.vllm.flags import load_flags, parse_argv
-from servefit.explain.outcome import outcome
-from servefit.fit.search import FitRequest, fit
-from servefit.plan.planner import PlanRequest, plan
 
 MTP = {"method": "mtp", "num_speculative_tokens": 3}
 SEED = {"tensor_parallel_size": 2, "max_model_len": 32768, "speculative_config": MTP}

@@ -9,10 +9,10 @@ import socket
 
 import pytest
 
+from servefit._plan.planner import PlanRequest, plan
 from servefit.hardware.nvml import GPUProcess, LocalGPU, LocalGPUs
 from servefit.launch.command import parse_launch
 from servefit.launch.preflight import minimal_fix, run_preflight
-from servefit.plan.planner import PlanRequest, plan
 from tests.seedcase import HAND_TUNED, SEED
 
 FIX_ARGS = {**SEED, **HAND_TUNED}
@@ -86,7 +86,7 @@ def test_the_seed_fix_passes_and_without_nvml_the_gpu_checks_say_what_was_skippe
 
 
 def test_minimal_fix_comes_from_explain_when_installed():
-    pytest.importorskip("servefit.explain.analysis")
+    pytest.importorskip("servefit._explain.analysis")
     flags = minimal_fix(request({**SEED, "mem_fraction_static": 0.85}))
     assert flags and flags.startswith("--")
 

@@ -6,9 +6,9 @@ import io
 
 from rich.console import Console
 
+from servefit._plan.planner import plan
 from servefit.launch.progress import Comparison, ProgressView, comparisons, planned_facts
 from servefit.launch.schema import EngineFacts, RunRecord, Timings
-from servefit.plan.planner import plan
 from tests.launch.test_preflight import FIX_ARGS, request
 
 

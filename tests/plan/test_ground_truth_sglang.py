@@ -15,10 +15,10 @@ import re
 import pytest
 
 from servefit import catalog
+from servefit._plan.planner import PlanRequest, plan
 from servefit.engines.sglang import common
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec
-from servefit.plan.planner import PlanRequest, plan
 from tests.engines.sglang.handbuilt import dense
 from tests.groundtruth import CASES, observed
 from tests.qwen38_fp8 import qwen38_fp8_spec

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import pytest
 
+from servefit._plan.planner import PlanRequest, plan
 from servefit.engines.vllm import device, profiling
 from servefit.engines.vllm.common import cdiv
 from servefit.hardware.catalog import get_gpu
 from servefit.model.inventory import load_model
-from servefit.plan.planner import PlanRequest, plan
 from tests.groundtruth import observed
 
 GiB = 1 << 30

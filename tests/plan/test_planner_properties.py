@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from servefit._plan.planner import PlanRequest, plan
 from servefit.errors import ServefitError
 from servefit.model.inventory import load_model
-from servefit.plan.planner import PlanRequest, plan
 
 MODELS = [
     "Qwen/Qwen3.6-27B",

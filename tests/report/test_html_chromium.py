@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from servefit.explain.analysis import explain_request
-from servefit.fit.search import FitRequest, fit
-from servefit.plan.planner import PlanRequest
+from servefit._explain.analysis import explain_request
+from servefit._fit.search import FitRequest, fit
+from servefit._plan.planner import PlanRequest
 from servefit.report.html import write_html
 from tests.seedcase import SEED, SEED_FIT
 

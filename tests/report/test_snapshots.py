@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from servefit._explain.analysis import explain_request
+from servefit._fit.search import FitRequest, fit
+from servefit._plan.planner import PlanRequest
 from servefit.cli.main import main
-from servefit.explain.analysis import explain_request
-from servefit.fit.search import FitRequest, fit
-from servefit.plan.planner import PlanRequest
 from servefit.report.console import make_console
 from servefit.report.explain_view import render_explanation
 from servefit.report.fit_view import render_fit

@@ -52,8 +52,8 @@ def explain(
     **opts,
 ) -> None:
     """Which memory, which consumer, which flag: explain a launch and find the minimal fix."""
+    from servefit._explain.analysis import explain_request
     from servefit.errors import ArgumentError
-    from servefit.explain.analysis import explain_request
     from servefit.report.explain_view import explain_shell, render_explanation
 
     if min_free_gib is not None and min_free_gib < 0:

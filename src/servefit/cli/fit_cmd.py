@@ -34,8 +34,8 @@ context that run at once. SGLang: TP/PP, --max-running-requests, the state pool 
 @click.pass_context
 def fit(ctx: click.Context, fmt: str, html_path: str | None, **opts) -> None:
     """Search TP/PP and memory flags for the launch with the best effective concurrency."""
+    from servefit._fit.search import fit as run_fit
     from servefit.cli.fit_inputs import fit_request_from_cli
-    from servefit.fit.search import fit as run_fit
     from servefit.report.fit_view import render_fit, render_fit_shell
 
     result = run_fit(fit_request_from_cli(ctx, opts))

@@ -122,11 +122,11 @@ def fit_options(f):
 
 
 def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
+    from servefit._fit.search import FitRequest
+    from servefit._fit.space import space_for
     from servefit.cli.inputs import env_from_cli, launch_from_cli, without_secrets
     from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
-    from servefit.fit.search import FitRequest
-    from servefit.fit.space import space_for
 
     env = env_from_cli(opts)
     baseline: dict[str, Any] | None = None

@@ -129,9 +129,9 @@ def launch_from_cli(
 
 def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     """Build a PlanRequest from options, leftover engine flags and the launch command."""
+    from servefit._plan.planner import PlanRequest
     from servefit.engines.registry import select
     from servefit.errors import ArgumentError
-    from servefit.plan.planner import PlanRequest
 
     env = env_from_cli(opts)
     engine_argv = list(ctx.args)

@@ -12,10 +12,10 @@ import click
 from servefit.cli.inputs import plan_options
 
 if TYPE_CHECKING:  # the CLI imports what a command needs when it runs
+    from servefit._plan.planner import PlanRequest
     from servefit.hardware.nvml import LocalGPUs
     from servefit.launch.command import EngineLaunch
     from servefit.launch.schema import RunRecord
-    from servefit.plan.planner import PlanRequest
 
 EPILOG_LAUNCH = """\b
 Examples:

@@ -77,7 +77,7 @@ def cli() -> None:
 @click.pass_context
 def plan_cmd(ctx: click.Context, fmt: str, compare: str | None, **opts) -> None:
     """Predict what the engine allocates at start-up, and whether it starts."""
-    from servefit.plan.planner import plan
+    from servefit._plan.planner import plan
 
     request = request_from_cli(ctx, opts)
     if str(request.gpu).lower() == "local":
@@ -106,9 +106,9 @@ def _compare(ctx: click.Context, request, result, other: str, fmt: str) -> None:
     """plan --compare: the same request on another engine, its args carried by meaning."""
     from dataclasses import replace
 
+    from servefit._plan.planner import plan
     from servefit.engines.registry import parse_engine
     from servefit.engines.vllm.translate import translate
-    from servefit.plan.planner import plan
 
     target = parse_engine(other)[0]
     args, dropped = translate(dict(request.args), result.engine.name, target)

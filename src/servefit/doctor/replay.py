@@ -55,7 +55,7 @@ def measured(launch: LaunchFacts) -> tuple[float | None, float | None]:
 
 
 def _model(ref: Any, launch: LaunchFacts, notes: list[str]):
-    from servefit.plan.planner import resolve_model
+    from servefit._plan.planner import resolve_model
 
     candidates: list[Any] = [ref] if ref is not None else []
     if launch.model:
@@ -139,8 +139,8 @@ def replay(
     use_command: bool = False,
 ) -> tuple[Replay | None, Any, list[Finding]]:
     """(Replay, the Plan and its PlanRequest for the fix search, findings about the replay)."""
+    from servefit._plan.planner import PlanRequest, plan
     from servefit.engines.registry import select
-    from servefit.plan.planner import PlanRequest, plan
 
     spec, how = engine_spec(launch, engine)
     try:
@@ -345,10 +345,10 @@ def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | 
     """The minimal fix of `servefit explain` (fewest flags, least loss of concurrency and
     context), searched on this machine's measured figures: the request is the calibrated replay.
     One search serves both commands, so `explain` and `doctor` propose the same change."""
-    from servefit.explain.catalogue import context_for
-    from servefit.explain.fix import minimal_fix
-    from servefit.explain.outcome import outcome
-    from servefit.explain.replan import prepared
+    from servefit._explain.catalogue import context_for
+    from servefit._explain.fix import minimal_fix
+    from servefit._explain.outcome import outcome
+    from servefit._explain.replan import prepared
 
     p, request = plan_and_request
     req, model = prepared(request)

@@ -18,7 +18,7 @@ everything that release decides:
     memory_inputs  the memory the engine profiles from: total, free before weights, weights
     size_pools     the engine's memory profiling and pool sizing
 
-`plan/planner.py` calls these in that order and builds the immutable Plan; it holds no engine
+`_plan/planner.py` calls these in that order and builds the immutable Plan; it holds no engine
 default and names no engine. Which release uses which profile is declared once, in
 servefit/engines/registry.py.
 """
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from servefit._plan.schema import Change, Consumer, PerRank, Pools
 from servefit.errors import HardwareError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Change, Consumer, PerRank, Pools
 
 
 @dataclass(frozen=True)

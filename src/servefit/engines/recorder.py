@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from servefit.plan.schema import Change
+from servefit._plan.schema import Change
 
 
 class Recorder:

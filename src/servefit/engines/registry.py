@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 
+from servefit._plan.schema import EngineRef
 from servefit.engines.base import LogFeature, Profile
 from servefit.errors import EngineVersionError
-from servefit.plan.schema import EngineRef
 
 # release -> profile id. Post releases are releases of their own ("0.5.10.post1").
 RELEASES: dict[str, dict[str, str]] = {

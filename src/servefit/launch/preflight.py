@@ -38,7 +38,7 @@ FOREIGN_THRESHOLD_MIB = 1024
 @dataclass
 class Preflight:
     checks: list[Check] = field(default_factory=list)
-    plan: Any | None = None  # servefit.plan.schema.Plan
+    plan: Any | None = None  # servefit._plan.schema.Plan
     fix: str | None = None  # the minimal change of flags that starts, as CLI text
 
     @property
@@ -91,7 +91,7 @@ def _plan_check(result: Preflight, request: Any | None, skip: str | None, with_f
         return Check(
             name="plan", status="skip", message=f"not planned: {skip or 'no plan request'}"
         )
-    from servefit.plan.planner import plan
+    from servefit._plan.planner import plan
 
     try:
         p = plan(request)
@@ -130,7 +130,7 @@ def _plan_check(result: Preflight, request: Any | None, skip: str | None, with_f
 def minimal_fix(request: Any) -> str | None:
     """The explain module's minimal fix, as flags; None when it is not installed or finds none."""
     try:
-        from servefit.explain.analysis import explain_request
+        from servefit._explain.analysis import explain_request
     except ImportError:
         return None
     try:
@@ -266,7 +266,7 @@ def _memory_check(used: list[Any], plan: Any | None, request: Any | None) -> Che
             message=f"{held_max:.2f} GiB of the GPU is already in use: nothing is left for the engine",
             detail=lines,
         )
-    from servefit.plan.planner import plan as make_plan
+    from servefit._plan.planner import plan as make_plan
 
     try:
         again = make_plan(dataclasses.replace(request, free_gib=round(free_before, 3)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from servefit.fit.command import launch_commands, shell_text
+from servefit._fit.command import launch_commands, shell_text
 
 
 def command_block(command: str | list[str]) -> str:

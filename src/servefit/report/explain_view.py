@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from servefit.explain.schema import Explanation, Fix, FixCandidate, LeverValue, Outcome
+from servefit._explain.schema import Explanation, Fix, FixCandidate, LeverValue, Outcome
 from servefit.report.commands import command_for
 from servefit.report.console import make_console, plain
 from servefit.report.grid import Cell, Col, Grid, Para

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from servefit.explain.catalogue import catalogue_for
-from servefit.fit.schema import FitCandidate, FitResult
+from servefit._explain.catalogue import catalogue_for
+from servefit._fit.schema import FitCandidate, FitResult
 from servefit.report.console import make_console, plain
 from servefit.report.grid import Col, Grid, Para
 from servefit.report.verdict import Floor, Verdict, of_outcome, requests

@@ -12,10 +12,10 @@ import html
 from pathlib import Path
 from typing import Any
 
+from servefit._explain.catalogue import catalogue_for
+from servefit._explain.schema import Explanation, LeverEffect, Outcome
+from servefit._fit.schema import FitCandidate, FitResult, Sweep
 from servefit.errors import ServefitError
-from servefit.explain.catalogue import catalogue_for
-from servefit.explain.schema import Explanation, LeverEffect, Outcome
-from servefit.fit.schema import FitCandidate, FitResult, Sweep
 from servefit.report.commands import command_for
 from servefit.report.fit_view import candidate_verdict, engine_words, fit_verdict, gpus_words
 from servefit.report.verdict import Verdict, of_plan, requests

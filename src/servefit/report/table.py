@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console, Group
 from rich.text import Text
 
-from servefit.plan.schema import Plan
+from servefit._plan.schema import Plan
 from servefit.report.console import make_console
 from servefit.report.grid import Cell, Col, Grid, Para
 from servefit.report.verdict import STYLE, WORDS, Verdict, floor_for, of_plan, requests
@@ -283,9 +283,9 @@ def render_no_local_gpu(request, reason: str, fmt: str, console: Console | None 
     import json
     from dataclasses import replace
 
+    from servefit._plan.planner import plan
     from servefit.errors import ServefitError
     from servefit.hardware.catalog import entries
-    from servefit.plan.planner import plan
 
     note = (
         f"--gpu local: no GPU visible on this machine ({reason}); "

@@ -17,10 +17,10 @@ from typing import Literal
 
 from rich.console import Group
 
-from servefit.explain.catalogue import catalogue_for
-from servefit.explain.outcome import outcome
-from servefit.explain.schema import Outcome
-from servefit.plan.schema import Plan
+from servefit._explain.catalogue import catalogue_for
+from servefit._explain.outcome import outcome
+from servefit._explain.schema import Outcome
+from servefit._plan.schema import Plan
 from servefit.report.grid import Para
 
 Status = Literal["fails", "degraded", "starts"]

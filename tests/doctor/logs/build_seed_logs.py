@@ -155,7 +155,7 @@ def fail_085(wheel: Path) -> str:
 
 def serve_088(wheel: Path) -> str:
     sys.path.insert(0, str(HERE.parents[2] / "src"))
-    from servefit.plan.planner import PlanRequest, plan
+    from servefit._plan.planner import PlanRequest, plan
 
     args = {
         "tp_size": 2,

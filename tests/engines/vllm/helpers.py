@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 
 from servefit import catalog
+from servefit._plan.planner import PlanRequest, plan
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec
-from servefit.plan.planner import PlanRequest, plan
 
 GiB = 1 << 30
 

@@ -1,4 +1,4 @@
-"""vLLM's memory levers, as data for `servefit explain` / `fit` (servefit/explain/levers.py).
+"""vLLM's memory levers, as data for `servefit explain` / `fit` (servefit/_explain/levers.py).
 
 Each lever names the EngineArgs attribute a `vllm serve` flag sets and proposes candidate
 values from the current plan's resolved args and pools. What a value does is never written

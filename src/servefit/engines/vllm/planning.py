@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Protocol
 
+from servefit._plan.schema import Consumer, PerRank, Pools
 from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.vllm import common, profiling
 from servefit.engines.vllm.common import cdiv, format_gib
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Consumer, PerRank, Pools
 from servefit.units import GiB
 
 if TYPE_CHECKING:

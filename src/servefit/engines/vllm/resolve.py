@@ -21,12 +21,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from servefit._plan.schema import Change
 from servefit.engines.base import ResolvedArgs
 from servefit.engines.vllm import common
 from servefit.errors import ArgumentError, EngineRejection
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Change
 
 _MTP_METHODS = {"mtp", "qwen3_next_mtp", "qwen3_5_mtp", "nemotron_h_mtp", "deepseek_mtp"}
 _NO_DRAFT_METHODS = {"ngram", "suffix", "ngram_gpu"}

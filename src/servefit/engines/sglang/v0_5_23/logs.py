@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit._plan.schema import Consumer
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
 from servefit.engines.sglang.v0_5_23.budget import Budget
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Consumer
 
 
 def quant_log_str(model: ModelSpec) -> str | None:

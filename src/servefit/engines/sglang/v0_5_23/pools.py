@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from servefit._plan.schema import PerRank, Pools
 from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
@@ -20,7 +21,6 @@ from servefit.engines.sglang.v0_5_23.heuristics import is_multimodal
 from servefit.errors import ArgumentError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import PerRank, Pools
 from servefit.units import DTYPE_BYTES, GiB
 
 # kv_cache_configurator.py module constants (0.5.23)

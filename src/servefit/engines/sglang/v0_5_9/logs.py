@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit._plan.schema import Consumer
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
 from servefit.engines.sglang.v0_5_9.sized import Sized
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Consumer
 
 
 def log_lines(s: Sized, model: ModelSpec, v: dict[str, Any], memory: MemoryInputs) -> list[str]:

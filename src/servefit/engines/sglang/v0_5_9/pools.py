@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit._plan.schema import PerRank, Pools
 from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
@@ -17,7 +18,6 @@ from servefit.engines.sglang.v0_5_9 import logs
 from servefit.engines.sglang.v0_5_9.sized import Sized
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import PerRank, Pools
 from servefit.units import GiB
 
 # model_runner_kv_cache_mixin.py module constants (0.5.9)

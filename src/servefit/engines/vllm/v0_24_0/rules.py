@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit._plan.schema import Change
 from servefit.engines.vllm import common
 from servefit.engines.vllm.common import StateTensor, cdiv
 from servefit.engines.vllm.device import capability, cuda_total_gib
@@ -14,7 +15,6 @@ from servefit.errors import EngineRejection, UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.layers import KDA, MLA, GatedDeltaNet, Mamba2, ShortConv
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Change
 
 VERSION = "0.24.0"
 # vllm/config/cache.py:CacheConfig.gpu_memory_utilization (0.92 since 0.21.0, PR #38284)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from math import lcm
 from typing import Any
 
+from servefit._plan.schema import Change
 from servefit.engines.vllm import common
 from servefit.engines.vllm.common import StateTensor
 from servefit.engines.vllm.device import capability, cuda_total_gib
@@ -15,7 +16,6 @@ from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelErro
 from servefit.hardware.spec import GPUSet
 from servefit.model.layers import KDA, MLA, GatedDeltaNet, Mamba2, ShortConv
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Change
 
 VERSION = "0.33.0"
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.92  # vllm/config/cache.py:CacheConfig.gpu_memory_utilization

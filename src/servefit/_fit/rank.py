@@ -13,15 +13,15 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from servefit._explain.outcome import outcome, signature
+from servefit._explain.replan import try_plan
+from servefit._explain.schema import Outcome
+from servefit._fit.command import launch_commands
+from servefit._fit.request import Eval, FitRequest
+from servefit._fit.schema import FitCandidate, Sweep
+from servefit._fit.space import FitSpace
+from servefit._plan.planner import PlanRequest
 from servefit.errors import ArgumentError
-from servefit.explain.outcome import outcome, signature
-from servefit.explain.replan import try_plan
-from servefit.explain.schema import Outcome
-from servefit.fit.command import launch_commands
-from servefit.fit.request import Eval, FitRequest
-from servefit.fit.schema import FitCandidate, Sweep
-from servefit.fit.space import FitSpace
-from servefit.plan.planner import PlanRequest
 
 
 def effective(req: FitRequest, o: Outcome) -> float:

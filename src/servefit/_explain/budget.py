@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from servefit.plan.schema import Plan
+from servefit._plan.schema import Plan
 from servefit.units import GiB
 
 

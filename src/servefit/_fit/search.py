@@ -9,9 +9,9 @@ the ratio), then the memory fraction ascending (SGLang --mem-fraction-static, vL
 headroom after the pools drops under `min_free_gib` (it only shrinks as the fraction grows), so
 candidates past that point are never planned. When the full grid would pass MAX_EVALS plans
 (many layouts, lossy variants), both grids are thinned evenly per layout. What each engine
-searches: servefit/fit/space.py.
+searches: servefit/_fit/space.py.
 
-Ranking and what is shown: servefit/fit/rank.py.
+Ranking and what is shown: servefit/_fit/rank.py.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from servefit.explain.outcome import outcome, starts
-from servefit.explain.replan import try_plan
-from servefit.fit import rank as ranking
-from servefit.fit.request import Eval, FitRequest, check
-from servefit.fit.schema import FitResult, LayoutNote
-from servefit.fit.space import FitSpace, space_for
-from servefit.plan.planner import PlanRequest, resolve_gpu, resolve_model
+from servefit._explain.outcome import outcome, starts
+from servefit._explain.replan import try_plan
+from servefit._fit import rank as ranking
+from servefit._fit.request import Eval, FitRequest, check
+from servefit._fit.schema import FitResult, LayoutNote
+from servefit._fit.space import FitSpace, space_for
+from servefit._plan.planner import PlanRequest, resolve_gpu, resolve_model
 
 MAX_EVALS = 8_000  # past this (many layouts, lossy variants) the grids are thinned evenly
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from functools import cache
 
+from servefit._explain.lever_types import Catalogue, Context
+from servefit._plan.planner import PlanRequest
+from servefit._plan.schema import Plan
 from servefit.errors import ArgumentError
-from servefit.explain.lever_types import Catalogue, Context
 from servefit.model.spec import ModelSpec
-from servefit.plan.planner import PlanRequest
-from servefit.plan.schema import Plan
 
 
 @cache
 def catalogue_for(engine: str) -> Catalogue:
-    from servefit.explain import budget
+    from servefit._explain import budget
 
     if engine == "sglang":
-        from servefit.explain.levers import LEVERS, cli_tokens, flag_name
+        from servefit._explain.levers import LEVERS, cli_tokens, flag_name
 
         return Catalogue(
             engine="sglang",
@@ -42,7 +42,7 @@ def catalogue_for(engine: str) -> Catalogue:
             ),
         )
     if engine == "vllm":
-        from servefit.explain.levers_vllm import LEVERS, cli_tokens, flag_name
+        from servefit._explain.levers_vllm import LEVERS, cli_tokens, flag_name
 
         return Catalogue(
             engine="vllm",

@@ -16,9 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from servefit.engines import registry
-from servefit.errors import EngineVersionError
-from servefit.explain.lever_types import (
+from servefit._explain.lever_types import (
     Context,
     Lever,
     Option,
@@ -28,6 +26,8 @@ from servefit.explain.lever_types import (
     parallel_fix,
     parallel_values,
 )
+from servefit.engines import registry
+from servefit.errors import EngineVersionError
 
 SPEC_ARGS = (
     "speculative_algorithm",

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from servefit.plan.schema import Plan
+from servefit._plan.schema import Plan
 
 
 class _Frozen(BaseModel):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from servefit.fit.schema import NodeCommand
+from servefit._fit.schema import NodeCommand
 
 # Flags first in this order, then the rest alphabetically by engine attribute.
 ORDER = (
@@ -61,13 +61,13 @@ class _Launcher:
 
 
 def _tokens(engine: str) -> Callable[[str, str, Any], list[str]]:
-    from servefit.explain.catalogue import catalogue_for
+    from servefit._explain.catalogue import catalogue_for
 
     return catalogue_for(engine).tokens
 
 
 def _flag(engine: str, profile: str, dest: str) -> str:
-    from servefit.explain.catalogue import catalogue_for
+    from servefit._explain.catalogue import catalogue_for
 
     return catalogue_for(engine).flag(profile, dest)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from servefit._plan.schema import HardwareRef, ModelRef, PerRank, Plan, Pools
 from servefit.engines.base import Measured, MemoryInputs, Profile, ResolvedArgs, Sizing
 from servefit.engines.registry import select
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.cache import by_identity
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import HardwareRef, ModelRef, PerRank, Plan, Pools
 
 
 @dataclass(frozen=True)

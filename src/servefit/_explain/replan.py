@@ -5,17 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from servefit.errors import ServefitError
-from servefit.explain.lever_types import Option
-from servefit.model.spec import ModelSpec
-from servefit.plan.planner import (
+from servefit._explain.lever_types import Option
+from servefit._plan.planner import (
     PlanRequest,
     plan_or_reject,
     resolve_gpu,
     resolve_model,
     with_args,
 )
-from servefit.plan.schema import Plan
+from servefit._plan.schema import Plan
+from servefit.errors import ServefitError
+from servefit.model.spec import ModelSpec
 
 
 def prepared(request: PlanRequest) -> tuple[PlanRequest, ModelSpec]:

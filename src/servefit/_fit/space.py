@@ -1,7 +1,7 @@
 """What fit searches, per engine: the engine args of a layout and of --spec, the grids of the
 running-request cap and of the memory fraction, the variants around them (lossy dtypes, prefix
 caching off, state-pool sizing), which attributes count as tuning flags, and how a baseline
-launch command is read. fit/search.py and fit/rank.py ask `space_for(engine)` and never branch
+launch command is read. _fit/search.py and _fit/rank.py ask `space_for(engine)` and never branch
 on the engine; the flag spellings and headroom come from the lever catalogue."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from servefit._explain.catalogue import Catalogue, catalogue_for
+from servefit._plan.schema import Plan
 from servefit.engines import registry
 from servefit.errors import ArgumentError
-from servefit.explain.catalogue import Catalogue, catalogue_for
 from servefit.model.spec import ModelSpec
-from servefit.plan.schema import Plan
 
 SPEC_CHOICES = ("none", "mtp", "nextn", "eagle", "eagle3", "standalone", "ngram")
 RATIOS = (0.3, 0.5, 0.7, 1.5, 2.0)

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from itertools import combinations
 from typing import Any
 
-from servefit.explain.lever_types import Context, Lever, Option, levers_for
-from servefit.explain.outcome import outcome, signature, starts
-from servefit.explain.replan import changed_dests, replan
-from servefit.explain.schema import Fix, FixCandidate, FixChange, Outcome
+from servefit._explain.lever_types import Context, Lever, Option, levers_for
+from servefit._explain.outcome import outcome, signature, starts
+from servefit._explain.replan import changed_dests, replan
+from servefit._explain.schema import Fix, FixCandidate, FixChange, Outcome
 
 PAIR_GRID = 10  # values per lever in the pair search
 

@@ -1,5 +1,5 @@
 """The types explain, fix and fit share: a lever, its candidate values, the context values are
-generated from, and an engine's lever catalogue (explain/catalogue.py builds one per engine).
+generated from, and an engine's lever catalogue (_explain/catalogue.py builds one per engine).
 
 A Lever says when it applies (a state pool, a speculative algorithm, ...) and generates
 candidate values from the current plan; the attribute it sets in a release, and whether the
@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from servefit._plan.planner import PlanRequest
+from servefit._plan.schema import Plan
 from servefit.engines import registry
 from servefit.engines.base import Profile
 from servefit.model.spec import ModelSpec
-from servefit.plan.planner import PlanRequest
-from servefit.plan.schema import Plan
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Context:
     plan: Plan
     model: ModelSpec
     profile: str  # the profile the plan used (EngineRef.profile)
-    catalogue: Catalogue  # the plan's engine's levers and flag spellings (explain/catalogue.py)
+    catalogue: Catalogue  # the plan's engine's levers and flag spellings (_explain/catalogue.py)
 
     @property
     def args(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from servefit.explain.schema import Outcome
+from servefit._explain.schema import Outcome
 
 
 class _Frozen(BaseModel):

@@ -12,11 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from servefit.engines import registry
-from servefit.engines.base import Flag
-from servefit.engines.vllm import levers as vllm
-from servefit.errors import EngineVersionError
-from servefit.explain.lever_types import (
+from servefit._explain.lever_types import (
     Context,
     Lever,
     Option,
@@ -25,6 +21,10 @@ from servefit.explain.lever_types import (
     parallel_fix,
     parallel_values,
 )
+from servefit.engines import registry
+from servefit.engines.base import Flag
+from servefit.engines.vllm import levers as vllm
+from servefit.errors import EngineVersionError
 
 
 def _flags(profile: str) -> tuple[Flag, ...]:
@@ -110,7 +110,7 @@ def _len_fix(c: Context) -> list[Any]:
     """Shorter contexts only, as for SGLang: the fix is judged at the requested context. With
     them the longest that fits, as vLLM's own auto-fit (--max-model-len -1) finds it
     (kv_cache_planning.py:_auto_fit_max_model_len), written out as a number."""
-    from servefit.explain.replan import replan
+    from servefit._explain.replan import replan
 
     cur = c.plan.pools.context_len
     vals = [v for v in (4096, 8192, 16384, 24576, 32768, 65536, 131072) if v < cur]

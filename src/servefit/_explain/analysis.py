@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from servefit.explain.catalogue import catalogue_for, context_for
-from servefit.explain.fix import minimal_fix
-from servefit.explain.lever_types import Context, Lever, Option, levers_for
-from servefit.explain.outcome import delta, outcome, signature
-from servefit.explain.replan import prepared, replan
-from servefit.explain.schema import (
+from servefit._explain.catalogue import catalogue_for, context_for
+from servefit._explain.fix import minimal_fix
+from servefit._explain.lever_types import Context, Lever, Option, levers_for
+from servefit._explain.outcome import delta, outcome, signature
+from servefit._explain.replan import prepared, replan
+from servefit._explain.schema import (
     Explanation,
     FlagEffect,
     LeverEffect,
@@ -18,8 +18,8 @@ from servefit.explain.schema import (
     Outcome,
     RankedConsumer,
 )
-from servefit.plan.planner import PlanRequest, plan
-from servefit.plan.schema import Plan
+from servefit._plan.planner import PlanRequest, plan
+from servefit._plan.schema import Plan
 from servefit.units import GiB
 
 

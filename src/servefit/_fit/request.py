@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from servefit._explain.schema import Outcome
+from servefit._fit.command import DEFAULT_DIST_ADDR
 from servefit.errors import ArgumentError
-from servefit.explain.schema import Outcome
-from servefit.fit.command import DEFAULT_DIST_ADDR
 from servefit.model.spec import ModelSpec
 
 
@@ -29,7 +29,7 @@ class FitRequest:
     # search prefix caching off for hybrid models (SGLang --disable-radix-cache, vLLM
     # --no-enable-prefix-caching)
     allow_no_radix: bool = False
-    min_free_gib: float | None = None  # None: the engine's (servefit/explain/catalogue.py)
+    min_free_gib: float | None = None  # None: the engine's (servefit/_explain/catalogue.py)
     top: int = 3
     env: dict[str, str] = field(default_factory=dict)
     gpu_mem_mib: int | None = None

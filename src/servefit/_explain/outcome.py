@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from servefit.explain.schema import Outcome
-from servefit.plan.schema import Plan
+from servefit._explain.schema import Outcome
+from servefit._plan.schema import Plan
 
 # Per-rank consumers in the order they are drawn and compared.
 MEMORY_KEYS = (
@@ -65,8 +65,8 @@ def outcome(plan: Plan, target_context: int | None = None) -> Outcome:
     Full-context requests are KV tokens / target, or, at the plan's own context, the engine's
     own count when it reports one (vLLM's blocks / blocks per request, which also counts the
     Mamba blocks each request holds). free_gib is the engine's headroom after everything it
-    reserves (servefit/explain/budget.py)."""
-    from servefit.explain.catalogue import catalogue_for
+    reserves (servefit/_explain/budget.py)."""
+    from servefit._explain.catalogue import catalogue_for
 
     p = plan.pools
     ok = plan.verdict == "ok"
