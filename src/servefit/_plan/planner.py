@@ -117,7 +117,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
         memory = profile.memory_inputs(model, gpus, resolved.values, measured)
     # An engine that stops while resolving its args never profiles memory: nothing to size.
     sizing = (
-        _unsized(memory, resolved)
+        _unsized(profile, memory, resolved)
         if resolved.error
         else _sized(profile, model, gpus, resolved, memory, rejections_fail)
     )
@@ -145,7 +145,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
         error_consumer=None if resolved.error else sizing.error_consumer,
         error_detail=None if resolved.error else sizing.error_detail,
         calibrated=memory.calibrated,
-        resolved_args=_public_args(resolved.values),
+        resolved_args=_public_args(profile, resolved.values),
         user_args=args,
         changes=list(resolved.changes),
         per_rank=sizing.per_rank,
@@ -170,7 +170,7 @@ def _sized(
     except EngineRejection as exc:
         if not rejections_fail:
             raise
-        return replace(_unsized(memory, resolved), error=str(exc))
+        return replace(_unsized(profile, memory, resolved), error=str(exc))
 
 
 _QUANT_NAME_TAGS = ("fp8", "fp4", "nvfp4", "awq", "gptq", "int4", "int8", "w4a16", "w8a8", "mxfp4")
@@ -189,16 +189,16 @@ def _model_warnings(model: ModelSpec) -> list[str]:
     return []
 
 
-def _unsized(memory: MemoryInputs, resolved: ResolvedArgs) -> Sizing:
+def _unsized(profile: Profile, memory: MemoryInputs, resolved: ResolvedArgs) -> Sizing:
     """The Sizing of a launch that fails before memory profiling: weights only, empty pools."""
-    v = resolved.values
+    page, context = profile.pool_shape(resolved.values)
     pools = Pools(
         budget_gib=0.0,
         kv_budget_gib=0.0,
         kv_bytes_per_token=0,
         max_total_num_tokens=0,
-        page_size=int(v.get("page_size") or v.get("block_size") or 1),
-        context_len=int(v.get("context_len") or v.get("max_model_len") or 0),
+        page_size=page,
+        context_len=context,
         effective_max_running_requests=0,
         cap_reason="start-up error before memory profiling",
         max_concurrency_at_context=0.0,
@@ -230,11 +230,9 @@ def _model_ref(model: ModelSpec) -> ModelRef:
     )
 
 
-_HIDDEN = {"cuda_graph_bs"}
-
-
-def _public_args(values: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in sorted(values.items()) if k not in _HIDDEN and not k.startswith("_")}
+def _public_args(profile: Profile, values: dict[str, Any]) -> dict[str, Any]:
+    hidden = profile.hidden_args
+    return {k: v for k, v in sorted(values.items()) if k not in hidden and not k.startswith("_")}
 
 
 def with_args(request: PlanRequest, **changes: Any) -> PlanRequest:

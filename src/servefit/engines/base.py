@@ -17,6 +17,9 @@ everything that release decides:
     resolve_args   the engine's ServerArgs / EngineArgs post-init
     memory_inputs  the memory the engine profiles from: total, free before weights, weights
     size_pools     the engine's memory profiling and pool sizing
+    pool_shape     (page size, context length) of the resolved args, for a launch that stops
+                   before it sizes pools
+    hidden_args    resolved attributes that are the engine's internals, not shown in a plan
 
 `_plan/planner.py` calls these in that order and builds the immutable Plan; it holds no engine
 default and names no engine. Which release uses which profile is declared once, in
@@ -206,7 +209,9 @@ class Profile:
     resolve_args: ResolveArgs
     memory_inputs: MemoryInputsFn
     size_pools: SizePools
+    pool_shape: Callable[[dict[str, Any]], tuple[int, int]]
     renames: Mapping[str, str] = field(default_factory=dict)
+    hidden_args: frozenset[str] = frozenset()
 
     def flag(self, dest: str) -> Flag | None:
         """The release's flag that sets `dest`, None when it has none."""

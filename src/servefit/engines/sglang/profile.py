@@ -80,8 +80,15 @@ def declare(
         resolve_args=resolve_args,
         memory_inputs=memory_inputs,
         size_pools=size_pools,
+        pool_shape=pool_shape,
         renames=renamed,
+        hidden_args=frozenset({"cuda_graph_bs"}),  # the capture list, kept for sizing
     )
+
+
+def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
+    """(page size, context length) as ServerArgs resolved them."""
+    return int(v.get("page_size") or 1), int(v.get("context_len") or 0)
 
 
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:

@@ -71,7 +71,13 @@ def declare(rules: ModuleType, *, log_format: frozenset[LogFeature] = frozenset(
         resolve_args=resolve_args,
         memory_inputs=memory_inputs,
         size_pools=size_pools,
+        pool_shape=pool_shape,
     )
+
+
+def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
+    """(block size, max_model_len) as the engine args resolved them."""
+    return int(v.get("block_size") or 1), int(v.get("max_model_len") or 0)
 
 
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
