@@ -6,12 +6,13 @@ import time
 from typing import Any
 
 from servefit._explain.catalogue import catalogue_for, context_for
-from servefit._explain.fix import minimal_fix
+from servefit._explain.fix import Floors, minimal_fix
 from servefit._explain.lever_types import Context, Lever, Option, levers_for
 from servefit._explain.outcome import delta, outcome, signature
 from servefit._explain.replan import prepared, replan
 from servefit._explain.schema import (
     Explanation,
+    Fix,
     FlagEffect,
     LeverEffect,
     LeverValue,
@@ -29,6 +30,7 @@ def explain_request(
     min_free_gib: float | None = None,
     with_fix: bool = True,
     allow_lossy: bool = False,
+    min_running: int | None = None,
 ) -> Explanation:
     t0 = time.perf_counter()
     base_plan = plan(request)
@@ -43,10 +45,12 @@ def explain_request(
     ]
     flags = _user_flags(ctx, base, target)
     fix = None
-    if with_fix and (base.verdict != "ok" or base.free_gib < 0):
-        if min_free_gib is None:
-            min_free_gib = ctx.catalogue.min_free_gib
-        fix = minimal_fix(ctx, base, min_free_gib=min_free_gib, allow_lossy=allow_lossy)
+    if min_free_gib is None:
+        min_free_gib = ctx.catalogue.min_free_gib
+    if with_fix and not Floors(min_free_gib, min_running).met(base):
+        fix = minimal_fix(
+            ctx, base, min_free_gib=min_free_gib, allow_lossy=allow_lossy, min_running=min_running
+        )
     return Explanation(
         plan=base_plan,
         outcome=base,
@@ -57,6 +61,24 @@ def explain_request(
         fix=fix,
         elapsed_s=round(time.perf_counter() - t0, 4),
     )
+
+
+def fix_request(
+    request: PlanRequest,
+    base_plan: Plan,
+    *,
+    min_free_gib: float | None = None,
+    min_running: int | None = None,
+) -> Fix | None:
+    """The fix `plan` prints under a launch that fails or misses the floors: single flags
+    only (explain adds pairs), the same search and ranking as explain; None when it needs none."""
+    req, model = prepared(request)
+    ctx = context_for(req, base_plan, model)
+    base = outcome(base_plan, base_plan.pools.context_len)
+    floor = ctx.catalogue.min_free_gib if min_free_gib is None else min_free_gib
+    if Floors(floor, min_running).met(base):
+        return None
+    return minimal_fix(ctx, base, min_free_gib=floor, min_running=min_running, pairs=False)
 
 
 def ranked_consumers(p: Plan) -> list[RankedConsumer]:

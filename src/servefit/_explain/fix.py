@@ -1,25 +1,80 @@
-"""The minimal fix: the smallest change to a failing launch that starts.
+"""What makes a failing launch start: the change closest to what the user asked, and the change
+with the best outcome.
 
-Single-flag changes are tried first (every fix value of every lever), then pairs of the levers
-that moved anything (coarse grids, then each value of the best pair refined). A candidate must
-start with at least `min_free_gib` left after the pools. Candidates are ranked by
-(number of flags changed, loss of effective concurrency at the requested context, loss of
-context, then more KV tokens and more headroom).
+Every fix value of every lever is re-planned alone (then, for explain, pairs of the levers that
+moved anything). A candidate counts only if it clears the floors: it starts with at least
+`min_free_gib` left after the pools, holds at least one request of the full context at once,
+and keeps at least the user's --concurrency running requests. A fix that "starts" by running one
+short request at a time is no fix.
+
+* minimal: the change closest to what the user asked: a flag the user set before any other,
+  then the smallest relative change. Between the nearest value that starts on the lever's grid
+  and the value asked, integer settings (running requests, state slots, context) are bisected
+  to the exact nearest value that starts (vLLM --max-num-seqs 1024 -> 272, the Mamba block
+  count its error names).
+* best: the most full-context requests at once (whole requests: 10.3 and 10.7 tie), then more
+  running requests, then more KV tokens, then more headroom.
+When neither exists on these GPUs, or the weights alone do not fit, `gpus` is the smallest
+number of GPUs of this kind (every TP x PP layout of each count, in order) that starts.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 from servefit._explain.lever_types import Context, Lever, Option, levers_for
 from servefit._explain.outcome import outcome, signature, starts
 from servefit._explain.replan import changed_dests, replan
-from servefit._explain.schema import Fix, FixCandidate, FixChange, Outcome
+from servefit._explain.schema import Fix, FixCandidate, FixChange, GpusNeeded, Outcome
 
 PAIR_GRID = 10  # values per lever in the pair search
+MAX_GPUS = 64  # the GPU-count search stops here
+
+
+@dataclass(frozen=True)
+class Floors:
+    """What a fix must keep: headroom after the pools, one full-context request at once, and
+    the user's --concurrency running requests."""
+
+    min_free_gib: float = 2.0
+    min_running: int | None = None
+
+    def met(self, o: Outcome) -> bool:
+        """Measured at the launch's own context: a shorter --context-length serves shorter
+        requests, and one of those must fit."""
+        return (
+            starts(o, self.min_free_gib)
+            and min(o.max_running_requests, own_context_requests(o)) >= 1
+            and (self.min_running is None or o.max_running_requests >= self.min_running)
+        )
+
+    def words(self) -> str:
+        run = f", at least {self.min_running} running requests" if self.min_running else ""
+        return (
+            f"at least {self.min_free_gib:g} GiB headroom, at least one full-context request "
+            f"at once{run}"
+        )
+
+
+def own_context_requests(o: Outcome) -> float:
+    """Requests of the launch's own context length the KV pool holds at once."""
+    if o.context_len == o.target_context:
+        return o.full_context_requests
+    return o.kv_tokens / o.context_len if o.context_len else 0.0
+
+
+def ranking_line(floors: Floors) -> str:
+    return (
+        "minimal = the change closest to what you asked (a flag you set first, then the "
+        "smallest relative change); best = the most full-context requests at once (whole "
+        "requests), then more running requests, then more KV tokens; both start with "
+        + floors.words()
+    )
 
 
 def minimal_fix(
@@ -28,82 +83,78 @@ def minimal_fix(
     *,
     min_free_gib: float = 2.0,
     allow_lossy: bool = False,
+    min_running: int | None = None,
+    pairs: bool = True,
+    gpus: bool = True,
 ) -> Fix:
+    floors = Floors(min_free_gib, min_running)
     levers = [
         lv for lv in levers_for(ctx) if lv.fix_values is not None and (allow_lossy or not lv.lossy)
     ]
     target = before.target_context
     tried = 0
-    found: list[FixCandidate] = []
+    singles: list[FixCandidate] = []
     moved: list[tuple[Lever, list[Option]]] = []
     for lv in levers:
         opts = lv.fix_values(ctx)
         any_moved = False
         for opt in opts:
             tried += 1
-            cand, o = _evaluate(ctx, opt.args, opt.num_gpus, target, min_free_gib)
+            cand, o = _evaluate(ctx, opt.args, opt.num_gpus, target, floors)
             if o is not None and signature(o) != signature(before):
                 any_moved = True
             if cand:
-                found.append(cand)
+                singles.append(cand)
         if any_moved and lv.name != "parallelism":
             moved.append((lv, opts))
-    singles = sorted(found, key=_key)
-    pairs: list[FixCandidate] = []
-    for (_, a_opts), (_, b_opts) in combinations(moved, 2):
-        for a in _subsample(a_opts):
-            for b in _subsample(b_opts):
-                tried += 1
-                cand, _ = _evaluate(ctx, {**a.args, **b.args}, None, target, min_free_gib)
-                if cand:
-                    pairs.append(cand)
-    best_pair = min(pairs, key=_key) if pairs else None
-    for _ in range(4):  # coordinate refinement of the best pair, one flag at a time
-        if best_pair is None:
-            break
-        refined, n = _refine(ctx, best_pair, moved, target, min_free_gib)
+    refined, n = _nearest(ctx, singles, target, floors)
+    tried += n
+    singles += refined
+    both: list[FixCandidate] = []
+    if pairs:
+        both, n = _pairs(ctx, moved, target, floors)
         tried += n
-        pairs += refined
-        new_best = min(pairs, key=_key)
-        if _key(new_best) >= _key(best_pair):
-            break
-        best_pair = new_best
-    pairs = sorted((p for p in pairs if len(p.changes) == 2), key=_key)
-    ranked = singles + pairs
-    best = ranked[0] if ranked else None
-    alternatives = _alternatives(singles, pairs, best)
-    note = None
-    if best is None:
-        note = (
-            f"no single flag or pair of flags starts with {min_free_gib:g} GiB of headroom; "
-            "more GPUs, a quantized checkpoint or a shorter context are needed"
-        )
+    minimal = min(singles, key=_minimal_key) if singles else None
+    best = min(singles, key=_best_key) if singles else None
+    needed = None
+    if gpus and (best is None or weights_exceed(ctx)):
+        needed = gpus_needed(ctx, floors)
+        tried += needed.tried
     return Fix(
         found=best is not None,
+        minimal=minimal,
         best=best,
-        alternatives=alternatives,
+        alternatives=_alternatives(singles, both, (minimal, best)),
         before=before,
         tried=tried,
         min_free_gib=min_free_gib,
-        note=note,
+        min_running=min_running,
+        ranking=ranking_line(floors),
+        gpus=needed,
+        note=None
+        if best is not None
+        else f"no single flag starts with {floors.words()} on these GPUs",
     )
 
 
+# ------------------------------------------------------------------------------- candidates
+
+
 def _evaluate(
-    ctx: Context, args: dict[str, Any], num_gpus: int | None, target: int, min_free: float
+    ctx: Context, args: dict[str, Any], num_gpus: int | None, target: int, floors: Floors
 ) -> tuple[FixCandidate | None, Outcome | None]:
     p, _ = replan(ctx.request, Option("", args, num_gpus))
     if p is None:
         return None, None
     o = outcome(p, target)
-    if not starts(o, min_free):
+    if not floors.met(o):
         return None, o
     dests = changed_dests(ctx.args, args)
     if not dests:
         return None, o
     cat = ctx.catalogue
     changes = [
-        FixChange(flag=cat.flag(ctx.profile, d), dest=d, old=ctx.args.get(d), new=args[d])
+        FixChange(flag=cat.flag(ctx.profile, d), dest=d, old=asked(ctx, d), new=args[d])
         for d in dests
     ]
     full = dict(ctx.plan.user_args)
@@ -112,18 +163,39 @@ def _evaluate(
             full.pop(k, None)
         else:
             full[k] = v
-    intended = ctx.running
     return (
         FixCandidate(
             changes=changes,
             args=full,
             outcome=o,
-            concurrency_loss=round(max(0.0, intended - o.effective_concurrency), 2),
+            distance=round(max(_distance(c.old, c.new) for c in changes), 4),
+            user_flag=all(c.dest in ctx.plan.user_args for c in changes),
             context_loss=max(0, ctx.plan.pools.context_len - o.context_len),
             command_flags=command_flags(changes, lambda d, v: cat.tokens(ctx.profile, d, v)),
         ),
         o,
     )
+
+
+def asked(ctx: Context, dest: str) -> Any:
+    """What the launch asks of `dest`: the resolved value; for the running-request cap and the
+    context, what the engine settled on when the user left them unset."""
+    v = ctx.args.get(dest)
+    if v is None and dest == ctx.catalogue.running_dest:
+        return ctx.running
+    if v is None and dest == ctx.catalogue.context_dest:
+        return ctx.plan.pools.context_len
+    return v
+
+
+def _numeric(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _distance(old: Any, new: Any) -> float:
+    if _numeric(old) and _numeric(new) and old:
+        return abs(new - old) / abs(old)
+    return 1.0
 
 
 def command_flags(changes: list[FixChange], tokens: Callable[[str, Any], list[str]]) -> str:
@@ -136,16 +208,91 @@ def command_flags(changes: list[FixChange], tokens: Callable[[str, Any], list[st
     return " ".join(parts)
 
 
-def _key(c: FixCandidate) -> tuple:
+def _best_key(c: FixCandidate) -> tuple:
     o = c.outcome
     return (
-        len(c.changes),
-        c.concurrency_loss,
+        -math.floor(o.effective_concurrency),
+        -o.max_running_requests,
         c.context_loss,
         -o.kv_tokens,
-        -o.max_running_requests,  # the same KV: a higher cap lets more short requests run
         -o.free_gib,
+        len(c.changes),
     )
+
+
+def _minimal_key(c: FixCandidate) -> tuple:
+    return (not c.user_flag, len(c.changes), c.distance, _best_key(c))
+
+
+# ------------------------------------------------------------ the nearest value that starts
+
+
+def _nearest(
+    ctx: Context, singles: list[FixCandidate], target: int, floors: Floors
+) -> tuple[list[FixCandidate], int]:
+    """Per integer setting, bisect between the value asked (which fails the floors) and the
+    nearest grid value that meets them: the exact nearest value that starts."""
+    cat = ctx.catalogue
+    out, tried = [], 0
+    for dest in (cat.running_dest, "max_mamba_cache_size", cat.context_dest):
+        want = asked(ctx, dest)
+        if not _numeric(want) or isinstance(want, float):
+            continue
+        grid = [
+            c
+            for c in singles
+            if len(c.changes) == 1 and c.changes[0].dest == dest and _numeric(c.changes[0].new)
+        ]
+        if not grid:
+            continue
+        near = min(grid, key=lambda c: abs(c.changes[0].new - want))
+        step = 1024 if dest == cat.context_dest else 1
+        good, bad = int(near.changes[0].new), int(want)
+        while abs(good - bad) > step:
+            mid = (good + bad) // 2
+            if step > 1:
+                mid = mid // step * step
+                if mid in (good, bad):
+                    break
+            tried += 1
+            cand, _ = _evaluate(ctx, {dest: mid}, None, target, floors)
+            if cand is not None:
+                good = mid
+                out.append(cand)
+            else:
+                bad = mid
+    return out, tried
+
+
+# ------------------------------------------------------------------------------------ pairs
+
+
+def _pairs(
+    ctx: Context, moved: list[tuple[Lever, list[Option]]], target: int, floors: Floors
+) -> tuple[list[FixCandidate], int]:
+    """Pairs of the levers that moved anything (coarse grids), the best one refined one flag
+    at a time."""
+    tried = 0
+    pairs: list[FixCandidate] = []
+    for (_, a_opts), (_, b_opts) in combinations(moved, 2):
+        for a in _subsample(a_opts):
+            for b in _subsample(b_opts):
+                tried += 1
+                cand, _ = _evaluate(ctx, {**a.args, **b.args}, None, target, floors)
+                if cand:
+                    pairs.append(cand)
+    best_pair = min(pairs, key=_best_key) if pairs else None
+    for _ in range(4):
+        if best_pair is None:
+            break
+        refined, n = _refine(ctx, best_pair, moved, target, floors)
+        tried += n
+        pairs += refined
+        new_best = min(pairs, key=_best_key)
+        if _best_key(new_best) >= _best_key(best_pair):
+            break
+        best_pair = new_best
+    return sorted((p for p in pairs if len(p.changes) == 2), key=_best_key), tried
 
 
 def _subsample(opts: list[Option], n: int = PAIR_GRID) -> list[Option]:
@@ -160,7 +307,7 @@ def _refine(
     pair: FixCandidate,
     moved: list[tuple[Lever, list[Option]]],
     target: int,
-    min_free: float,
+    floors: Floors,
 ) -> tuple[list[FixCandidate], int]:
     """Sweep each flag of the best pair over its full grid with the other one fixed."""
     out, n = [], 0
@@ -172,24 +319,80 @@ def _refine(
         others = {k: v for k, v in fixed.items() if k not in dests}
         for opt in opts:
             n += 1
-            cand, _ = _evaluate(ctx, {**others, **opt.args}, None, target, min_free)
+            cand, _ = _evaluate(ctx, {**others, **opt.args}, None, target, floors)
             if cand:
                 out.append(cand)
     return out, n
 
 
 def _alternatives(
-    singles: list[FixCandidate], pairs: list[FixCandidate], best: FixCandidate | None
+    singles: list[FixCandidate],
+    pairs: list[FixCandidate],
+    shown: tuple[FixCandidate | None, ...],
 ) -> list[FixCandidate]:
-    """The best single change per flag, then the best pair."""
-    out, seen = [], set()
-    for c in singles:
+    """The best single change of each other flag, then the best pair when it beats them."""
+    out, seen = [], {tuple(sorted(ch.dest for ch in c.changes)) for c in shown if c}
+    for c in sorted(singles, key=_best_key):
         key = tuple(sorted(ch.dest for ch in c.changes))
         if key in seen:
             continue
         seen.add(key)
-        if c is not best:
-            out.append(c)
-    if pairs and pairs[0] is not best:
-        out.append(pairs[0])
-    return out[:6]
+        out.append(c)
+    best_single = min(singles, key=_best_key) if singles else None
+    if pairs and (best_single is None or _best_key(pairs[0]) < _best_key(best_single)):
+        out.insert(0, pairs[0])
+    return out[:5]
+
+
+# ------------------------------------------------------------------------ more GPUs of this kind
+
+
+def weights_exceed(ctx: Context) -> bool:
+    """The weights alone (target and draft, on the most loaded rank) exceed the memory free
+    before they load: the engine dies loading them, whatever its memory flags say."""
+    r = ctx.plan.per_rank
+    return r.weights_gib + r.draft_weights_gib >= r.pre_load_free_gib
+
+
+def gpus_needed(ctx: Context, floors: Floors, max_gpus: int = MAX_GPUS) -> GpusNeeded:
+    """Count by count from one more GPU than the launch uses, every TP x PP layout of the count
+    (the engine refuses those its heads do not split): the first count at which the weights
+    alone fit, and the first at which a layout meets the floors (the best layout of it)."""
+    cat = ctx.catalogue
+    target = ctx.plan.pools.context_len
+    # None while the weights do not fit: the launch's own GPUs hold them otherwise
+    weights_at: int | None = None if weights_exceed(ctx) else ctx.world
+    tried = 0
+    for n in range(ctx.world + 1, max_gpus + 1):
+        found: list[tuple[int, int, Outcome]] = []
+        for tp in sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True):
+            pp = n // tp
+            tried += 1
+            p, _ = replan(ctx.request, Option("", {cat.tp_dest: tp, cat.pp_dest: pp}, n))
+            if p is None:
+                continue
+            r = p.per_rank
+            if weights_at is None and r.weights_gib + r.draft_weights_gib < r.pre_load_free_gib:
+                weights_at = n
+            o = outcome(p, target)
+            if floors.met(o):
+                found.append((tp, pp, o))
+        if found:
+            tp, pp, o = min(
+                found,
+                key=lambda f: (-math.floor(f[2].effective_concurrency), -f[2].max_running_requests),
+            )
+            args = {**ctx.plan.user_args, cat.tp_dest: tp, cat.pp_dest: pp}
+            if pp == 1:
+                args.pop(cat.pp_dest, None)
+            return GpusNeeded(
+                weights_gpus=weights_at,
+                tp_size=tp,
+                pp_size=pp,
+                num_gpus=n,
+                outcome=o,
+                args=args,
+                max_gpus=max_gpus,
+                tried=tried,
+            )
+    return GpusNeeded(weights_gpus=weights_at, max_gpus=max_gpus, tried=tried)

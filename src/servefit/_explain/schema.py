@@ -98,20 +98,44 @@ class FixCandidate(_Frozen):
     changes: list[FixChange]
     args: dict[str, Any]  # the full engine args of the fixed launch
     outcome: Outcome
-    concurrency_loss: float  # vs the request's max_running_requests at the target context
+    # how far the change moves from what the launch asked: |new - old| / |old| of each changed
+    # numeric setting (the largest), 1 for a non-numeric one (a dtype, a strategy, a layout)
+    distance: float
+    user_flag: bool  # every changed setting is one the user set
     context_loss: int  # tokens of context given up
     command_flags: str  # the changed flags as CLI text
 
 
+class GpusNeeded(_Frozen):
+    """More GPUs of the same kind: the smallest count, searched count by count over every
+    TP x PP layout of it (not doubled), at which the weights alone fit, and at which a layout
+    starts with the floors."""
+
+    weights_gpus: int | None = None  # None: not even at max_gpus
+    tp_size: int | None = None  # the smallest layout that starts (None: none up to max_gpus)
+    pp_size: int | None = None
+    num_gpus: int | None = None
+    outcome: Outcome | None = None
+    args: dict[str, Any] = Field(default_factory=dict)  # the launch's args at that layout
+    max_gpus: int
+    tried: int
+
+
 class Fix(_Frozen):
-    """The smallest change that starts: fewest flags, then least loss of concurrency/context."""
+    """What makes a failing (or degraded) launch start: the change closest to what the user
+    asked (`minimal`) and the change with the best outcome (`best`), both single flags that
+    start with the floors; `ranking` says how each was chosen, in one line."""
 
     found: bool
+    minimal: FixCandidate | None = None
     best: FixCandidate | None = None
     alternatives: list[FixCandidate] = Field(default_factory=list)
     before: Outcome
     tried: int  # plans evaluated
     min_free_gib: float
+    min_running: int | None = None  # the user's --concurrency: running requests a fix keeps
+    ranking: str = ""
+    gpus: GpusNeeded | None = None
     note: str | None = None
 
 

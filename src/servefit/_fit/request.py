@@ -13,11 +13,12 @@ from servefit.model.spec import ModelSpec
 
 @dataclass(frozen=True)
 class FitRequest:
-    """What to fit. `num_gpus` is per node; the layouts use num_gpus x nodes GPUs."""
+    """What to fit. `num_gpus` is per node; the layouts use num_gpus x nodes GPUs. None: fit
+    picks the smallest count (one node) on which a launch starts."""
 
     model: str | ModelSpec
     gpu: Any
-    num_gpus: int
+    num_gpus: int | None
     context: int
     nodes: int = 1
     concurrency: int | None = None

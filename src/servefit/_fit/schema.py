@@ -79,3 +79,4 @@ class FitResult(_Frozen):
     beats_baseline: bool | None = None  # best >= baseline in effective concurrency and KV tokens
     sweeps: list[Sweep] = Field(default_factory=list)
     note: str | None = None
+    gpus_note: str | None = None  # how the GPU count was picked when --num-gpus was not given

@@ -27,11 +27,68 @@ from servefit._fit.request import Eval, FitRequest, check
 from servefit._fit.schema import FitResult, LayoutNote
 from servefit._fit.space import FitSpace, space_for
 from servefit._plan.planner import PlanRequest, resolve_gpu, resolve_model
+from servefit.errors import ArgumentError
 
 MAX_EVALS = 8_000  # past this (many layouts, lossy variants) the grids are thinned evenly
 
 
+MAX_PICKED_GPUS = 64  # fit without --num-gpus looks no further
+
+
 def fit(req: FitRequest) -> FitResult:
+    """The best launches on req.num_gpus GPUs per node; without a count, on the smallest count
+    (one node) at which anything starts (FitResult.gpus_note says how it was picked)."""
+    if req.num_gpus is not None:
+        return _fit(req)
+    first = _weights_fit_at(req)
+    if first is None:
+        raise ArgumentError(
+            f"the weights do not fit on up to {MAX_PICKED_GPUS} GPUs of this kind; "
+            "pass --num-gpus to search a count anyway"
+        )
+    result = None
+    for n in range(first, min(first + 8, MAX_PICKED_GPUS) + 1):
+        result = _fit(replace(req, num_gpus=n, nodes=1))
+        if result.best:
+            break
+    assert result is not None
+    note = (
+        f"--num-gpus picked: {result.gpus_per_node}, the smallest count of this GPU on which "
+        f"a launch starts (the weights alone need {first})"
+    )
+    return result.model_copy(update={"gpus_note": note})
+
+
+def _weights_fit_at(req: FitRequest) -> int | None:
+    """The smallest GPU count with a TP x PP layout whose weights (and draft) fit in the memory
+    free before they load, at the engine's defaults."""
+    from servefit.engines.registry import parse_engine
+
+    space = space_for(parse_engine(req.engine)[0])
+    model = resolve_model(req.model)
+    gpu = req.gpu if hasattr(req.gpu, "memory_mib") else resolve_gpu(req.gpu, None)[0]
+    spec_args = space.spec_arguments(req.spec, req.spec_steps, req.draft_model, model)
+    proto = PlanRequest(
+        model=model,
+        gpu=gpu,
+        engine=req.engine,
+        env=dict(req.env),
+        gpu_mem_mib=req.gpu_mem_mib,
+        free_gib=req.free_gib,
+    )
+    for n in range(1, MAX_PICKED_GPUS + 1):
+        for tp in sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True):
+            args = space.layout_args(tp, n // tp, req.context, spec_args)
+            p, _ = try_plan(replace(proto, args=args, num_gpus=n))
+            if p is None:
+                continue
+            r = p.per_rank
+            if r.weights_gib + r.draft_weights_gib < r.pre_load_free_gib:
+                return n
+    return None
+
+
+def _fit(req: FitRequest) -> FitResult:
     check(req)
     from servefit.engines.registry import parse_engine
 

@@ -20,7 +20,9 @@ Examples:
 \b
 Same inputs as `servefit plan`. Shows the consumers per rank with their formulas, re-plans
 every lever of the engine (SGLang or vLLM), saying which have no effect here and why, whether
-each of your flags mattered, and for a failing launch the minimal fix.
+each of your flags mattered, and for a failing launch the fix: the change closest to what you
+asked and the best one, both starting with the headroom, at least one full-context request at
+once and --concurrency running requests; more GPUs of the same kind when no flag does it.
 Exit status: 0 starts, 1 fails, 2 bad input.
 """
 
@@ -39,6 +41,13 @@ Exit status: 0 starts, 1 fails, 2 bad input.
     help="Headroom the minimal fix must leave after the pools [default: 2 for SGLang "
     "(activations, CUDA graphs), 1 for vLLM (its budget holds them; slack only)].",
 )
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    help="Requests that must run at once: a fix never drops the running requests below it "
+    "(nor below one full-context request).",
+)
 @click.option("--allow-lossy", is_flag=True, help="Let the fix change the KV / SSM-state dtypes.")
 @click.option("--no-fix", is_flag=True, help="Skip the minimal-fix search.")
 @click.pass_context
@@ -47,6 +56,7 @@ def explain(
     fmt: str,
     html_path: str | None,
     min_free_gib: float | None,
+    concurrency: int | None,
     allow_lossy: bool,
     no_fix: bool,
     **opts,
@@ -58,12 +68,15 @@ def explain(
 
     if min_free_gib is not None and min_free_gib < 0:
         raise ArgumentError(f"--min-free-gib must be >= 0, got {min_free_gib}")
+    if concurrency is not None and concurrency < 1:
+        raise ArgumentError(f"--concurrency must be a positive integer, got {concurrency}")
     request = request_from_cli(ctx, opts)
     result = explain_request(
         request,
         min_free_gib=min_free_gib,
         with_fix=not no_fix,
         allow_lossy=allow_lossy,
+        min_running=concurrency,
     )
     model = request.model if isinstance(request.model, str) else result.plan.model.name
     # the model as the user named it, for the commands printed

@@ -22,7 +22,8 @@ def fit_options(f):
             "--num-gpus",
             type=int,
             default=None,
-            help="GPUs per node (default: the baseline's TP x PP).",
+            help="GPUs per node (default: the baseline's TP x PP; without a baseline, the "
+            "smallest count on which a launch starts).",
         ),
         click.option(
             "--nodes",
@@ -124,6 +125,7 @@ def fit_options(f):
 def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     from servefit._fit.search import FitRequest
     from servefit._fit.space import space_for
+    from servefit.cli import argcheck
     from servefit.cli.inputs import env_from_cli, launch_from_cli, without_secrets
     from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
@@ -139,6 +141,9 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     profile, ref = select(engine)
     if cmd is not None:
         parsed = profile.parse_argv(list(cmd.argv))
+        rejected = argcheck.check(list(cmd.argv), parsed, profile, cmd.entrypoint)
+        if rejected is not None:  # the baseline would not start: the engine's argparse says why
+            raise rejected
         if parsed.errors:
             raise ArgumentError(parsed.errors[0])
         baseline = dict(parsed.values)
@@ -159,8 +164,8 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     if num_gpus is None and baseline is not None:
         tp, pp = space.parallel_of(base)
         num_gpus = tp * pp
-    if num_gpus is None:
-        raise ArgumentError("pass --num-gpus N (GPUs per node)")
+    if num_gpus is None and (opts.get("nodes") or 1) > 1:
+        raise ArgumentError("pass --num-gpus N (GPUs per node) with --nodes")
     context = opts.get("context") or base.get(space.catalogue.context_dest)
     if not context or context == -1:
         raise ArgumentError("pass --context L (the context length to serve)")

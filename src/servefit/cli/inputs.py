@@ -128,8 +128,10 @@ def launch_from_cli(
 
 
 def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
-    """Build a PlanRequest from options, leftover engine flags and the launch command."""
+    """Build a PlanRequest from options, leftover engine flags and the launch command.
+    Flags the engine's argparse refuses raise argcheck.ArgvRejection (a predicted failure)."""
     from servefit._plan.planner import PlanRequest
+    from servefit.cli import argcheck
     from servefit.engines.registry import select
     from servefit.errors import ArgumentError
 
@@ -144,9 +146,12 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     # Each release's flags are read with its own table and parser (vLLM: `vllm serve MODEL`,
     # underscores or dashes, dotted JSON keys; SGLang: --model-path).
     parsed = profile.parse_argv(engine_argv)
+    rejected = argcheck.check(engine_argv, parsed, profile, cmd.entrypoint if cmd else None)
+    if rejected is not None:  # the engine's argparse stops the launch: a predicted failure
+        raise rejected
     if parsed.errors:
         raise ArgumentError(parsed.errors[0])
-    warnings = [f"unknown {ref.name} {ref.profile} flag ignored: {u}" for u in parsed.unknown]
+    warnings: list[str] = []
     values = dict(parsed.values)
     model_keys = ("model_tag", "model") if ref.name == "vllm" else ("model_path",)
     found = [values.pop(k) for k in model_keys if values.get(k) is not None]

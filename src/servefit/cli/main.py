@@ -61,11 +61,20 @@ def cli() -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "json"]),
+    type=click.Choice(["table", "json", "shell"]),
     default="table",
     show_default=True,
-    help="table for people, json (one object, docs/plan-json.md) for scripts.",
+    help="table for people, json (one object, docs/plan-json.md) for scripts; shell: only the "
+    "launch command to run (with the fix when it fails).",
 )
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    help="Requests that must run at once: a fix never drops the running requests below it "
+    "(nor below one full-context request).",
+)
+@click.option("--no-fix", is_flag=True, help="Do not search a fix for a launch that fails.")
 @click.option(
     "--compare",
     "compare",
@@ -75,10 +84,20 @@ def cli() -> None:
     "both side by side; settings both engines share are carried over.",
 )
 @click.pass_context
-def plan_cmd(ctx: click.Context, fmt: str, compare: str | None, **opts) -> None:
+def plan_cmd(
+    ctx: click.Context,
+    fmt: str,
+    concurrency: int | None,
+    no_fix: bool,
+    compare: str | None,
+    **opts,
+) -> None:
     """Predict what the engine allocates at start-up, and whether it starts."""
     from servefit._plan.planner import plan
+    from servefit.errors import ArgumentError
 
+    if concurrency is not None and concurrency < 1:
+        raise ArgumentError(f"--concurrency must be a positive integer, got {concurrency}")
     request = request_from_cli(ctx, opts)
     if str(request.gpu).lower() == "local":
         from servefit.hardware.nvml import local_gpus
@@ -95,10 +114,22 @@ def plan_cmd(ctx: click.Context, fmt: str, compare: str | None, **opts) -> None:
         return
     if fmt == "json":
         click.echo(result.model_dump_json(indent=2))
+        ctx.exit(0 if result.verdict == "ok" else 1)
+    fix = None
+    if not no_fix:
+        from servefit._explain.analysis import fix_request
+
+        fix = fix_request(request, result, min_running=concurrency)
+    model = request.model if isinstance(request.model, str) else result.model.name
+    if fmt == "shell":
+        from servefit.report.fixes import plan_shell
+
+        plan_shell(result, fix, model, request.env)
     else:
         from servefit.report.table import render_plan
+        from servefit.report.verdict import of_plan
 
-        render_plan(result)
+        render_plan(result, None, of_plan(result, asked=concurrency), fix, model, request.env)
     ctx.exit(0 if result.verdict == "ok" else 1)
 
 
@@ -177,6 +208,12 @@ def main(argv: list[str] | None = None) -> None:
             args=argv, prog_name="servefit", standalone_mode=False, obj={LAUNCH_KEY: launch}
         )
     except ServefitError as exc:
+        hints = getattr(exc, "hints", None)
+        if hints is not None:  # the engine's argparse refuses the launch: a predicted failure
+            from servefit.report.verdict import rejection
+
+            rejection(str(exc), hints, _format_of(argv))
+            sys.exit(exc.exit_code)
         click.echo(f"servefit: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
@@ -202,6 +239,16 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(3)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _format_of(argv: list[str]) -> str:
+    """The --format the command line asked for (table when none)."""
+    for i, a in enumerate(argv):
+        if a == "--format" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--format="):
+            return a.partition("=")[2]
+    return "table"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from servefit.doctor.facts import ErrorFact, LaunchFacts, LogFacts
@@ -332,8 +333,23 @@ def incomplete(launch: LaunchFacts, log: LogFacts) -> Finding:
 
 
 def fix_from_log(launch: LaunchFacts, command: str | None) -> Fix | None:
+    """The fix computed from the log's own figures, for when the launch cannot be replayed (no
+    config): vLLM's estimate of the longest context, or SGLang's memory errors worked back to
+    the flag that moves them."""
     err = launch.primary_error
-    if err is None or err.numbers.get("which") != "max_model_len":
+    if err is None:
+        return None
+    if launch.engine.name != "vllm":
+        option = _sglang_from_log(launch, err)
+        if option is None:
+            return None
+        fix = Fix(best=option, source="log")
+        if command:
+            from servefit.doctor.replay import fixed_command
+
+            fix = fix.model_copy(update={"command": fixed_command(command, fix, "sglang", None)})
+        return fix
+    if err.numbers.get("which") != "max_model_len":
         return None
     est = err.numbers.get("estimated_max_len") or err.numbers.get("kv_tokens")
     if not est:
@@ -350,6 +366,98 @@ def fix_from_log(launch: LaunchFacts, command: str | None) -> Fix | None:
 
         fix = fix.model_copy(update={"command": fixed_command(command, fix, "vllm", None)})
     return fix
+
+
+MAX_FRACTION = 0.95  # above this the reserve cannot hold activations and CUDA graphs
+
+
+def _up(x: float) -> float:
+    """Up to the next 0.01: a fraction that is at least `x`."""
+    return math.ceil(round(x * 100, 6)) / 100
+
+
+def _sglang_from_log(launch: LaunchFacts, err: ErrorFact) -> FixOption | None:
+    """SGLang's start-up memory errors, worked back from the numbers it printed.
+
+    0.5.23 kv_cache_configurator.py:_handle_max_mamba_cache raises with total_rest_memory, the
+    memory --mem-fraction-static leaves for the state and KV pools after the weights (less the
+    speculative state in its branch), and mamba_cache_per_req; _profile_available_bytes names
+    the fraction the weights need. With the log's free memory before the weights (P) and its
+    weights (W), P x f - W is that same budget before the speculative state."""
+    n = err.numbers
+    which = n.get("which")
+    f = _fraction(launch, err)
+    P, W = measured(launch)
+    if which == "weights" and isinstance(n.get("suggested"), (int, float)):
+        new = _up(float(n["suggested"]) + 0.005)
+        return _fraction_option(
+            f,
+            new,
+            f"the engine's own bound: the weights need --mem-fraction-static above {n['suggested']}",
+        )
+    if which not in ("mamba_state", "kv_pool_empty") or not isinstance(f, (int, float)) or not P:
+        return None
+    rest = n.get("rest_gib")
+    budget = P * f - W if W is not None else None
+    if rest is None:
+        rest = budget
+    if rest is None or rest >= 0:
+        return None  # the budget is positive: how the state took it needs the replay
+    per_req = float(n.get("per_req_mib") or 0) / 1024
+    state_room = 2 * per_req  # one request's state and the pool's padding slot
+    args = launch.args
+    draft, running = args.get("speculative_num_draft_tokens"), args.get("max_running_requests")
+    if budget is not None and budget > 0 and per_req and draft and running:
+        # the weights fit; the speculative state (per request x (running + 1) x draft tokens)
+        # took the budget: fewer running requests give each one back
+        fewer = math.ceil((-rest + state_room) / (per_req * draft))
+        if running - fewer >= 1:
+            return FixOption(
+                changes=[
+                    FixChange(
+                        arg="max_running_requests",
+                        flag="--max-running-requests",
+                        old=running,
+                        new=running - fewer,
+                    )
+                ],
+                why=(
+                    f"from the log: --mem-fraction-static {f} leaves {budget:.2f} GiB after the "
+                    f"weights ({P:.2f} GiB free x {f} - {W:.2f} GiB), and the speculative state "
+                    f"of {running} requests x {draft} draft tokens x {per_req * 1024:.2f} MB takes "
+                    f"it to {rest:.2f} GiB; each request fewer gives back "
+                    f"{per_req * draft:.2f} GiB"
+                ),
+            )
+    new = _up(f + (-rest + state_room) / P)
+    covered = f"--mem-fraction-static {f} leaves {rest:.2f} GiB for the state and KV pools after the weights"
+    if new <= MAX_FRACTION:
+        return _fraction_option(
+            f,
+            new,
+            f"from the log: {covered}: the static fraction does not even cover them; of "
+            f"{P:.2f} GiB free before the weights each +0.01 adds {P / 100:.2f} GiB, so {new} "
+            f"brings it back above zero with room for one request's state ({per_req * 1024:.2f} MB) "
+            "and its padding slot",
+        )
+    tp = args.get("tp_size") or 1
+    return FixOption(
+        changes=[FixChange(arg="tp_size", flag="--tp-size", old=tp, new=2 * tp)],
+        why=(
+            f"from the log: {covered}; covering it would take --mem-fraction-static {new}, which "
+            f"leaves nothing for activations and CUDA graphs: the weights per GPU must shrink "
+            f"(twice the GPUs halve them, or a quantized checkpoint)"
+        ),
+    )
+
+
+def _fraction_option(old: object, new: float, why: str) -> FixOption:
+    return FixOption(
+        changes=[
+            FixChange(arg="mem_fraction_static", flag="--mem-fraction-static", old=old, new=new)
+        ],
+        why=why,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

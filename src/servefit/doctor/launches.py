@@ -7,7 +7,8 @@ A new launch starts at
     outcome (ready, failed, exited);
   * a weight load on a rank whose pools already exist, unless it is SGLang's speculative draft
     (a second ModelRunner on the same rank: sglang/srt/speculative/eagle_worker.py);
-  * a line of the other engine.
+  * a line of the other engine;
+  * a start-up-only error (pool sizing, arguments) after the current launch was ready.
 Only facts are kept: the last MAX_KEPT launches, as frozen LaunchFacts.
 """
 
@@ -31,6 +32,8 @@ from servefit.errors import ArgumentError, ServefitError
 
 MAX_KEPT = 50
 _START = {EventKind.ARGS_DUMP, EventKind.VERSION, EventKind.ARGS_NONDEFAULT, EventKind.COMMAND}
+# errors an engine raises only while it starts (memory pool sizing, argument checks)
+_STARTUP_ONLY_ERRORS = {"startup_memory", "arg_error"}
 
 
 class Splitter:
@@ -72,6 +75,15 @@ class Splitter:
             return kind in acc.kinds  # a second args dump / version line: another launch
         engine = hit.rule.engine if hit.rule is not None else None
         if engine and acc.engine and engine != acc.engine:
+            return True
+        if (
+            kind == EventKind.ERROR
+            and acc.outcome == "ready"
+            and hit.event.get("error") in _STARTUP_ONLY_ERRORS
+        ):
+            # pool sizing and argument errors happen before the ready line, never after it: a
+            # later launch whose first lines did not reach this file (a log level that hides
+            # them, an excerpt) failed here, not the launch that was serving
             return True
         phase = PHASE_OF.get(kind)
         if phase in (2, 3):

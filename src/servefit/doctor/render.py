@@ -144,8 +144,15 @@ def replay_table(report: DoctorReport) -> Grid | None:
     return t
 
 
+# findings that change what the diagnosis is about: said before it, not after
+FIRST = ("stale_log", "command_mismatch")
+
+
 def render(report: DoctorReport, console: Console | None = None) -> None:
     c = console or make_console()
+    for f in report.findings:
+        if f.code in FIRST:
+            c.print(Para(f.detail, prefix=f"{f.title.upper()}: ", prefix_style="bold red"))
     c.print(verdict(report))
     c.print(
         Para(
@@ -181,7 +188,7 @@ def render(report: DoctorReport, console: Console | None = None) -> None:
         src = (
             "re-planned on this log's measured memory"
             if fx.source == "replay"
-            else "the engine's own estimate"
+            else "from the log's own figures"
         )
         c.print()
         c.print(Text(f"Fix ({src})", style="bold"))
@@ -191,9 +198,10 @@ def render(report: DoctorReport, console: Console | None = None) -> None:
             c.print()
             c.print(Text("The fixed command:", style="bold"))
             plain(c, command_block(fx.command))
-    if report.findings:
+    later = [f for f in report.findings if f.code not in FIRST]
+    if later:
         c.print()
-    for f in report.findings:
+    for f in later:
         line = f"{f.title}: {f.detail}" + (f" (line {f.at.line})" if f.at is not None else "")
         c.print(
             Para(line, prefix=f"[{_MARK[f.severity]}] ", indent=4, prefix_style=_STYLE[f.severity])

@@ -353,10 +353,14 @@ def propose_fix(plan_and_request, flags_hint: list[str] | None = None) -> Fix | 
     p, request = plan_and_request
     req, model = prepared(request)
     ctx = context_for(req, p, model)
-    found = minimal_fix(ctx, outcome(p), min_free_gib=ctx.catalogue.min_free_gib)
-    if not found.found:
+    found = minimal_fix(ctx, outcome(p), min_free_gib=ctx.catalogue.min_free_gib, gpus=False)
+    if not found.found or found.best is None:
         return None
-    options = [_option(c) for c in [found.best, *found.alternatives[:3]]]
+    # the best change first, then the one closest to what the launch asked, then the others
+    picked = [found.best]
+    if found.minimal is not None and found.minimal.command_flags != found.best.command_flags:
+        picked.append(found.minimal)
+    options = [_option(c) for c in [*picked, *found.alternatives[:2]]]
     return Fix(best=options[0], alternatives=options[1:], source="replay")
 
 
@@ -369,8 +373,9 @@ def _option(c) -> FixOption:
         free_after_pools_gib=round(o.free_gib, 2),
         why=(
             f"{c.command_flags}: predicted to start with {o.kv_tokens:,} KV tokens, "
-            f"{o.max_running_requests} running requests ({o.effective_concurrency:g} of "
-            f"{o.target_context:,} tokens at once) and {o.free_gib:.2f} GiB left per rank after the pools"
+            f"{o.max_running_requests} running requests ({o.effective_concurrency:.2f} "
+            f"requests of {o.target_context:,} tokens at once) and {o.free_gib:.2f} GiB left "
+            "per rank after the pools"
         ),
     )
 

@@ -276,7 +276,12 @@ def _shorten(text: str, limit: int = 80) -> str:
 
 
 def parse_launch_command(command: str | list[str]) -> LaunchCommand:
-    """Find the engine launch in a pasted command line; ArgumentError when there is none."""
+    """Find the engine launch in a pasted command line; ArgumentError when there is none.
+
+    A list of one word holding spaces is a whole command quoted as one argument
+    (`servefit plan -- 'python -m sglang.launch_server ...'`): it is read as a string."""
+    if not isinstance(command, str) and len(command) == 1 and any(c.isspace() for c in command[0]):
+        command = command[0]
     if isinstance(command, str):
         tokens = _shell_tokens(command)
         shown = command

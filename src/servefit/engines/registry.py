@@ -26,6 +26,7 @@ from functools import cache
 from importlib import metadata
 
 from servefit._plan.schema import EngineRef
+from servefit.didyoumean import hint
 from servefit.engines.base import LogFeature, Profile
 from servefit.errors import EngineVersionError
 
@@ -107,7 +108,10 @@ def parse_engine(spec: str) -> tuple[str, str | None]:
     name = m.group(1).lower()
     if name not in RELEASES:
         known = ", ".join(engines())
-        raise EngineVersionError(f"unknown engine {name!r}; servefit has profiles for: {known}")
+        raise EngineVersionError(
+            f"unknown engine {name!r}{hint(name, engines(), cutoff=0.5)} "
+            f"(servefit has profiles for: {known})"
+        )
     return name, m.group(2)
 
 

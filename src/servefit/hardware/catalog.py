@@ -145,7 +145,9 @@ def _unknown_message(name: str) -> str:
         for k in index[f]:
             if k not in keys:
                 keys.append(k)
-    hint = f"close matches: {', '.join(keys[:4])}; " if keys else ""
+    hint = f"did you mean {keys[0]}? " if keys else ""
+    if len(keys) > 1:
+        hint = f"did you mean {keys[0]}? (also close: {', '.join(keys[1:4])}); "
     return (
         f"unknown GPU {name!r}; {hint}run 'servefit gpus' for the list, "
         "or pass --gpu-mem-mib to size an unlisted card"

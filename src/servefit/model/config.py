@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from servefit.didyoumean import hint
 from servefit.errors import ConfigError
 
 # A Hub repo id: "org/name" (or a bare "name"), letters, digits, '-', '_', '.'.
@@ -63,11 +64,30 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
         return read_json(entry.path), f"catalog:{entry.id}"
 
     looks_local = ref.endswith(".json") or ref.startswith((".", "/", "~")) or "\\" in ref
+    near = _near_bundled(ref, [e.id for e in catalog.entries()])
     if looks_local or not _HUB_ID.match(ref):
         raise ConfigError(
-            f"{ref}: no such file or directory, and not a bundled model (see `servefit models`)"
+            f"{ref}: no such file or directory, and not a bundled model{near} "
+            "(see `servefit models`)"
         )
-    return _from_hub(ref), f"hub:{ref}"
+    try:
+        return _from_hub(ref), f"hub:{ref}"
+    except ConfigError as exc:
+        if near:  # a bundled id spelled differently (meta-llama/Llama-3.1-8B)
+            raise ConfigError(f"{exc}{near}") from None
+        raise
+
+
+def _near_bundled(ref: str, ids: list[str]) -> str:
+    """ "; did you mean ID?" for a bundled id the reference names with a different spelling:
+    one name contains the other (meta-llama/Llama-3.1-8B, Qwen/Qwen3.5-27B-Instruct), else the
+    closest spelling."""
+    name = ref.rsplit("/", 1)[-1].lower()
+    for i in ids:
+        other = i.rsplit("/", 1)[-1].lower()
+        if len(min(name, other, key=len)) >= 6 and (name in other or other in name):
+            return f"; did you mean {i}?"
+    return hint(ref, ids, cutoff=0.75)
 
 
 def hub_reachable(host: str, timeout: float = 3.0) -> bool:

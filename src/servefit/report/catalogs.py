@@ -9,7 +9,9 @@ from rich.console import Console
 
 from servefit import catalog
 from servefit.catalog import CatalogEntry
+from servefit.engines import registry
 from servefit.errors import ServefitError
+from servefit.model.spec import ModelSpec
 from servefit.report.console import make_console
 from servefit.report.grid import Col, Grid
 
@@ -91,6 +93,7 @@ class ModelSummary:
     layers: dict[str, int] = field(default_factory=dict)
     params_b: float = 0.0
     error: str = ""  # why the config could not be read (should stay empty for bundled files)
+    served: dict[str, list[str]] = field(default_factory=dict)  # engine -> releases serving it
 
     @property
     def id(self) -> str:
@@ -108,6 +111,41 @@ class ModelSummary:
         return f"{self.architecture}, {self.params_b:.1f}B params, layers: {kinds}"
 
 
+def serving_releases(spec: ModelSpec) -> dict[str, list[str]]:
+    """engine -> its registered releases that serve the model: the release's profile registers
+    the architecture and loads the config (Profile.check_model, at the engine's default
+    parallelism), from the release data the profiles declare."""
+    out: dict[str, list[str]] = {}
+    for engine in registry.engines():
+        ok_profiles = set()
+        for prof in registry.profiles(engine):
+            try:
+                prof.check_model(spec, prof.parallel_sizes({}))
+            except ServefitError:
+                continue
+            ok_profiles.add(prof.version)
+        out[engine] = [
+            r for r in registry.releases(engine) if registry.RELEASES[engine][r] in ok_profiles
+        ]
+    return out
+
+
+def releases_words(engine: str, served: list[str]) -> str:
+    """"sglang 0.5.14-0.5.23": runs of three or more consecutive registered releases
+    collapsed (two stay listed: releases between them may not be registered)."""
+    if not served:
+        return f"{engine}: none"
+    every = registry.releases(engine)
+    runs: list[list[str]] = []
+    for r in served:
+        if runs and every.index(r) == every.index(runs[-1][-1]) + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    parts = [f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(run) for run in runs]
+    return f"{engine} {', '.join(parts)}"
+
+
 def summaries(kinds: tuple[str, ...] = ("real", "derived")) -> list[ModelSummary]:
     """Every bundled config of these kinds, read with the model inventory."""
     from servefit.model.config import read_json
@@ -122,7 +160,11 @@ def summaries(kinds: tuple[str, ...] = ("real", "derived")) -> list[ModelSummary
             continue
         out.append(
             ModelSummary(
-                e, spec.architecture, spec.kind_counts(), round(spec.params.total / 1e9, 2)
+                e,
+                spec.architecture,
+                spec.kind_counts(),
+                round(spec.params.total / 1e9, 2),
+                served=serving_releases(spec),
             )
         )
     return out
@@ -140,18 +182,25 @@ def render_models(fmt: str, console: Console | None = None) -> None:
                 "kind": e.kind,
                 "file": e.entry.file,
                 "provenance": e.entry.provenance,
+                "served_by": e.served,
             }
             for e in entries
         ]
         print(json.dumps(rows, indent=2))
         return
     t = Grid(
-        [Col("id"), Col("token mixers", wrap=True), Col("params B", right=True)],
+        [
+            Col("id"),
+            Col("token mixers", wrap=True),
+            Col("params B", right=True),
+            Col("served by (engine releases)", wrap=True, under=True),
+        ],
         "Model catalog (--model ID, works offline; provenance: --format json)",
     )
     for e in entries:
         mixers = {k: n for k, n in e.layers.items() if k not in ("mlp", "moe")}
         ffn = "moe" if e.layers.get("moe") else "dense"
         text = " + ".join(f"{n} {_ABBREV.get(k, k)}" for k, n in mixers.items()) + f" ({ffn})"
-        t.add(e.id, text, f"{e.params_b:,.1f}")
+        served = "; ".join(releases_words(k, v) for k, v in e.served.items())
+        t.add(e.id, text, f"{e.params_b:,.1f}", served)
     (console or make_console()).print(t)

@@ -41,3 +41,15 @@ def _is_terminal(stream: IO[str]) -> bool:
 def plain(console: Console, text: str) -> None:
     """Print text exactly as given: no markup, no wrapping, no highlighting (commands)."""
     console.print(text, markup=False, highlight=False, soft_wrap=True, emoji=False)
+
+
+class Plain:
+    """Text laid out already (a command, one flag per line): printed as is, never rewrapped."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console, options):  # noqa: ANN001 - rich protocol
+        from rich.text import Text
+
+        yield Text(self.text, no_wrap=True, overflow="ignore")

@@ -8,10 +8,11 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from servefit._explain.schema import Explanation, Fix, FixCandidate, LeverValue, Outcome
+from servefit._explain.schema import Explanation, LeverValue, Outcome
 from servefit.report.commands import command_for
 from servefit.report.console import make_console, plain
-from servefit.report.grid import Cell, Col, Grid, Para
+from servefit.report.fixes import command_block, fix_block, fixed_command, with_fix
+from servefit.report.grid import Col, Grid, Para
 from servefit.report.table import header, num
 from servefit.report.verdict import of_plan, requests
 
@@ -167,50 +168,6 @@ def flags_table(e: Explanation) -> Grid:
     return t
 
 
-def _fix_cells(c: FixCandidate) -> list[str]:
-    return [c.command_flags, *_fix_cells_of(c.outcome)]
-
-
-def _fix_cells_of(o: Outcome) -> list[str]:
-    return [
-        f"{o.kv_tokens:,}",
-        str(o.max_running_requests),
-        requests(o.effective_concurrency),
-        f"{o.free_gib:.2f}",
-    ]
-
-
-def fix_block(fix: Fix) -> list[Any]:
-    if not fix.found or fix.best is None:
-        return [Para(f"no fix found: {fix.note}", prefix="Minimal fix: ", prefix_style="bold red")]
-    b = fix.best
-    head = Para(
-        b.command_flags,
-        prefix=f"Minimal fix ({fix.tried:,} plans tried, at least {fix.min_free_gib:g} GiB "
-        "headroom): ",
-        prefix_style="bold",
-        style="bold",
-    )
-    t = Grid(
-        [
-            Col("change", wrap=True),
-            Col("KV tokens", right=True),
-            Col("running", right=True),
-            Col("full ctx", right=True),
-            Col("free GiB", right=True),
-        ]
-    )
-    before = fix.before
-    if before.verdict == "ok":
-        t.add("(now)", *_fix_cells_of(before), style="dim")
-    else:
-        t.add("(now: fails)", "-", "-", "-", "-", style="dim")
-    t.add(*(Cell(x, "bold") for x in _fix_cells(b)))
-    for alt in fix.alternatives:
-        t.add(*_fix_cells(alt))
-    return [head, t]
-
-
 def render_explanation(
     e: Explanation,
     console: Console | None = None,
@@ -219,7 +176,7 @@ def render_explanation(
 ) -> None:
     console = console or make_console()
     p = e.plan
-    verdict = of_plan(p)
+    verdict = with_fix(of_plan(p), e.fix, p)
     console.print(verdict.text())
     console.print(Para(header(p)))
     for w in p.warnings:
@@ -236,23 +193,22 @@ def render_explanation(
         console.print(b)
     if e.fix is not None:
         console.print()
-        for part in fix_block(e.fix):
+        for part in fix_block(e.fix, p):
             console.print(part)
-        if e.fix.best is not None and model is not None:
-            console.print()
-            console.print(Text("The launch with the minimal fix:", style="bold"))
-            plain(
-                console, command_for(p.engine.name, p.engine.profile, model, e.fix.best.args, env)
-            )
     console.print()
     console.print(verdict.text())
+    if e.fix is not None:
+        for part in command_block(e.fix, p, model, env):
+            console.print(part)
 
 
 def explain_shell(e: Explanation, model: str, env: dict[str, str] | None = None) -> None:
-    """`--format shell`: the launch with the minimal fix applied (or as given, when it starts
-    and needs none); nothing when no fix was found."""
+    """`--format shell`: the launch with the best fix applied (more GPUs when no flag does it),
+    or as given when it needs none; nothing when no fix was found."""
     p = e.plan
-    if e.fix is not None and e.fix.best is None:
-        return
-    args = e.fix.best.args if e.fix is not None and e.fix.best else dict(p.user_args)
-    plain(make_console(), command_for(p.engine.name, p.engine.profile, model, args, env))
+    if e.fix is None:
+        cmd = command_for(p.engine.name, p.engine.profile, model, dict(p.user_args), env)
+    else:
+        cmd = fixed_command(e.fix, p, model, env)
+    if cmd:
+        plain(make_console(), cmd)

@@ -149,6 +149,8 @@ def render_fit(r: FitResult, console: Console | None = None) -> None:
             f"{r.candidates_starting:,} start with at least {r.min_free_gib:g} GiB headroom"
         )
     )
+    if r.gpus_note:
+        console.print(Para(r.gpus_note, prefix="note: ", prefix_style="yellow"))
     for n in r.layouts:
         if n.rejected:
             console.print(

@@ -16,8 +16,8 @@ from servefit._explain.catalogue import catalogue_for
 from servefit._explain.schema import Explanation, LeverEffect, Outcome
 from servefit._fit.schema import FitCandidate, FitResult, Sweep
 from servefit.errors import ServefitError
-from servefit.report.commands import command_for
 from servefit.report.fit_view import candidate_verdict, engine_words, fit_verdict, gpus_words
+from servefit.report.fixes import fixed_command, outcome_words, with_fix
 from servefit.report.verdict import Verdict, of_plan, requests
 
 # (key in Outcome.memory_gib, label, colour), bottom to top
@@ -301,23 +301,25 @@ def _page(title: str, intro: str, figures: list[Any], outro: str = "") -> str:
 def explanation_html(e: Explanation, model: str | None = None, env: dict | None = None) -> str:
     p = e.plan
     bars = [("now", e.outcome)]
-    intro = verdict_html(of_plan(p))
-    fix = e.fix.best if e.fix and e.fix.best else None
-    if fix is not None:
-        bars.append((f"fix: {fix.command_flags}", fix.outcome))
-        o = fix.outcome
-        head = (
-            f"Minimal fix: {fix.command_flags}: {requests(o.effective_concurrency)} full-context "
-            f"requests at once, {o.kv_tokens:,} KV tokens, {o.free_gib:.2f} GiB headroom"
-        )
-        shell = (
-            command_for(p.engine.name, p.engine.profile, model, fix.args, env)
-            if model
-            else fix.command_flags
-        )
-        intro += command_html(head, shell)
-    elif e.fix is not None:
-        intro += f"<p><b>No minimal fix:</b> {_esc(e.fix.note or '')}</p>"
+    intro = verdict_html(with_fix(of_plan(p), e.fix, p))
+    fx = e.fix
+    if fx is not None:
+        if fx.best is not None:
+            bars.append((f"fix: {fx.best.command_flags}", fx.best.outcome))
+        m = fx.minimal
+        if m is not None and fx.best is not None and m.command_flags != fx.best.command_flags:
+            bars.append((f"closest: {m.command_flags}", m.outcome))
+        if fx.best is None and fx.gpus is not None and fx.gpus.outcome is not None:
+            bars.append((f"{fx.gpus.num_gpus} GPUs", fx.gpus.outcome))
+        shell = fixed_command(fx, p, model, env) if model else None
+        if fx.best is not None:
+            head = f"The best fix: {fx.best.command_flags}: {outcome_words(fx.best.outcome)}"
+        elif fx.gpus is not None and fx.gpus.outcome is not None:
+            head = f"More GPUs: {outcome_words(fx.gpus.outcome)}"
+        else:
+            head = f"No fix: {fx.note or ''}"
+        intro += command_html(head, shell) if shell else f"<p><b>{_esc(head)}</b></p>"
+        intro += f"<p class='ranking'>{_esc(fx.ranking)}</p>"
     intro += f"<pre>{_esc(chr(10).join(e.why))}</pre>"
     figs = [memory_figure("Memory per GPU rank", bars, p.per_rank.total_gib)]
     for lv in e.levers:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from rich.console import Console, Group
 from rich.text import Text
 
+from servefit._explain.schema import Fix
 from servefit._plan.schema import Plan
 from servefit.report.console import make_console
+from servefit.report.fixes import command_block, fix_block, with_fix
 from servefit.report.grid import Cell, Col, Grid, Para
 from servefit.report.verdict import STYLE, WORDS, Verdict, floor_for, of_plan, requests
 
@@ -211,13 +213,20 @@ def engine_lines(plan: Plan) -> Group:
     )
 
 
-def render_plan(plan: Plan, console: Console | None = None, verdict: Verdict | None = None) -> None:
+def render_plan(
+    plan: Plan,
+    console: Console | None = None,
+    verdict: Verdict | None = None,
+    fix: Fix | None = None,
+    model: str | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
+    """The verdict (with the fix) first, the tables, the engine's lines, and the verdict again
+    with the fixed command: a FAILS always ends with what makes it start."""
     console = console or make_console()
-    verdict = verdict or of_plan(plan)
+    verdict = with_fix(verdict or of_plan(plan), fix, plan)
     console.print(verdict.text())
     console.print(Para(header(plan)))
-    if plan.engine.note:
-        console.print(Text(f"note: {plan.engine.note}", style="yellow"))
     for w in plan.warnings:
         console.print(Text("warning: ", style="yellow") + Text(w))
     floor = floor_for(plan.engine.name).gib
@@ -227,8 +236,15 @@ def render_plan(plan: Plan, console: Console | None = None, verdict: Verdict | N
     if plan.log_lines:
         console.print()
         console.print(engine_lines(plan))
+    if fix is not None:
+        console.print()
+        for part in fix_block(fix, plan):
+            console.print(part)
     console.print()
     console.print(verdict.text())
+    if fix is not None:
+        for part in command_block(fix, plan, model, env):
+            console.print(part)
 
 
 def compare_table(a: Plan, b: Plan) -> Grid:

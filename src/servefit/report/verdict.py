@@ -107,6 +107,13 @@ def asked_running(plan: Plan) -> int | None:
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def weights_exceed(plan: Plan) -> bool:
+    """The weights alone (target and draft, most loaded rank) exceed the memory free before
+    they load: the engine dies loading them, before any pool is sized."""
+    r = plan.per_rank
+    return r.weights_gib + r.draft_weights_gib >= r.pre_load_free_gib > 0
+
+
 def of_plan(plan: Plan, *, asked: int | None = None, min_free_gib: float | None = None) -> Verdict:
     o = outcome(plan)
     v = of_outcome(
@@ -114,6 +121,31 @@ def of_plan(plan: Plan, *, asked: int | None = None, min_free_gib: float | None 
         asked if asked is not None else asked_running(plan),
         floor_for(plan.engine.name, min_free_gib),
     )
+    if v.status == "fails" and weights_exceed(plan):
+        r = plan.per_rank
+        return Verdict(
+            "fails",
+            f"the weights alone need {r.weights_gib + r.draft_weights_gib:.2f} GiB per GPU and "
+            f"{r.pre_load_free_gib:.2f} GiB is free before they load: the engine runs out of "
+            "memory loading them (CUDA out of memory)",
+        )
     if v.status == "fails" and plan.error_detail:
         v = Verdict(v.status, v.headline, (f"cause: {plan.error_detail}",))
     return v
+
+
+def rejection(error: str, hints: tuple[str, ...], fmt: str = "table") -> None:
+    """A launch the engine refuses before it loads anything (its argparse): the FAILS verdict
+    with the flags probably meant; JSON `{"verdict": "fail", "error", "hints"}`; nothing for
+    --format shell (there is no command to recommend)."""
+    if fmt == "json":
+        import json
+
+        print(json.dumps({"verdict": "fail", "error": error, "hints": list(hints)}, indent=2))
+        return
+    if fmt == "shell":
+        return
+    from servefit.report.console import make_console
+
+    v = Verdict("fails", f"the engine stops at start-up: {error}", hints)
+    make_console().print(v.text())

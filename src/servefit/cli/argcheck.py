@@ -1,0 +1,91 @@
+"""A launch whose flags the engine's own argparse refuses: predicted as that failure.
+
+Both engines parse their server CLI with argparse (SGLang 0.5.9/0.5.23:
+`sglang/srt/server_args.py:prepare_server_args` -> `argparse.ArgumentParser().parse_args`;
+vLLM: `vllm/utils/argparse_utils.py:FlexibleArgumentParser`, an ArgumentParser subclass whose
+`error()` only adds a hint for `--task`). Neither turns `allow_abbrev` off, so an unambiguous
+prefix of a long option is accepted (`--speculative-algo`), but a misspelled flag (`--tp-szie`)
+or a spelling the release does not define (vLLM's `--tp`: only `-tp` and
+`--tensor-parallel-size` exist) stops the server before it loads anything, with argparse's
+`error: unrecognized arguments: ...` (every leftover word: the option and the values after it)
+or `error: ambiguous option: ...`, exit status 2. servefit predicts that failure instead of
+planning a different launch, and names the flag that was probably meant.
+"""
+
+from __future__ import annotations
+
+from servefit.didyoumean import closest
+from servefit.engines.base import ParsedArgs, Profile
+from servefit.errors import EngineRejection
+
+# argparse's prog for each entry point: os.path.basename(sys.argv[0]) of `python -m MODULE`,
+# and the subcommand parser of `vllm serve` / `sglang serve`
+PROGS = {
+    "python -m sglang.launch_server": "launch_server.py",
+    "sglang serve": "sglang serve",
+    "python -m vllm.entrypoints.openai.api_server": "api_server.py",
+    "vllm serve": "vllm serve",
+}
+DEFAULT_PROG = {"sglang": "launch_server.py", "vllm": "vllm serve"}
+
+
+class ArgvRejection(EngineRejection):
+    """The engine's argparse refuses the launch; `hints` name the flags probably meant."""
+
+    def __init__(self, message: str, hints: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.hints = hints
+
+
+def _is_option(token: str) -> bool:
+    return token.startswith("-") and len(token) > 1 and not token[1:2].isdigit()
+
+
+def leftovers(argv: list[str], unknown: list[str], engine: str) -> list[str]:
+    """The words argparse leaves over: each unknown option (as written) and the values that
+    follow it up to the next option."""
+    wanted = {u.replace("_", "-") if engine == "vllm" else u for u in unknown}
+    out: list[str] = []
+    taking = False
+    for tok in argv:
+        name = tok.partition("=")[0]
+        key = name.replace("_", "-") if engine == "vllm" else name
+        if _is_option(tok):
+            taking = key in wanted
+            if taking:
+                out.append(tok)
+                taking = "=" not in tok
+            continue
+        if taking:
+            out.append(tok)
+    return out
+
+
+def suggestion(option: str, profile: Profile) -> str | None:
+    """The release's own spelling closest to `option` (`--tp` -> `-tp` in vLLM)."""
+    names = [n for f in profile.flags for n in f.names if n.startswith("-")]
+    bare = option.lstrip("-").replace("_", "-")
+    for n in names:  # the same word with the other number of dashes
+        if n.lstrip("-") == bare:
+            return n
+    return closest(option, names, cutoff=0.75)
+
+
+def check(
+    argv: list[str], parsed: ParsedArgs, profile: Profile, entrypoint: str | None
+) -> ArgvRejection | None:
+    """The engine's argparse failure for this argv, or None when argparse accepts it."""
+    prog = PROGS.get(entrypoint or "", DEFAULT_PROG.get(profile.engine, profile.engine))
+    ambiguous = [e for e in parsed.errors if e.startswith("ambiguous option")]
+    if ambiguous:
+        return ArgvRejection(f"{prog}: error: {ambiguous[0]}")
+    if not parsed.unknown:
+        return None
+    words = leftovers(argv, parsed.unknown, profile.engine) or list(parsed.unknown)
+    hints = []
+    for u in parsed.unknown:
+        s = suggestion(u, profile)
+        if s:
+            alone = len(parsed.unknown) == 1
+            hints.append(f"did you mean {s}?" if alone else f"did you mean {s} instead of {u}?")
+    return ArgvRejection(f"{prog}: error: unrecognized arguments: {' '.join(words)}", tuple(hints))
