@@ -95,7 +95,7 @@ TEMPLATE = """\
 `plan` says whether a launch starts. `explain` says **which memory, which consumer and which
 flag**: the consumers per rank with the formula and the numbers that produced them, what every
 lever of that engine release does (computed by re-planning, never from a rule table), which of
-your flags had no effect and why, and for a failing launch the minimal fix. `fit` searches
+your flags had no effect and why, and for a failing launch the fix. `fit` searches
 parallelism and flags for the best launch command.
 
 Every number below is the output of the commands as shown (regenerate this page with
@@ -140,7 +140,11 @@ What it says:
 * `--mamba-full-memory-ratio` has **no effect** in 0.5.9 here: speculative decoding disables
   the radix cache, so the state pool is sized from `max_running_requests`, and the ratio is
   never read.
-* The minimal fix is one flag, `--max-running-requests 11`; the best pair reaches 13.
+* The best fix is one flag, `--max-running-requests 12` (10 whole 32K requests at once, the
+  most of any single flag, and 12 running; 11 holds the same 10 whole requests with one fewer
+  running). The change closest to what was asked is the user's own flag, the nearest value that
+  starts with one full-context request at once: `--mem-fraction-static 0.93` (0.92 starts but
+  holds 0.71 of one). The best pair reaches 13.
 
 ## explain: the hand-tuned launch, which flags mattered
 
@@ -219,24 +223,30 @@ no API server).
   `--mamba-full-memory-ratio`, `--max-mamba-cache-size`, `--mamba-ssm-dtype`, speculative
   steps / draft tokens / off, `--context-length`, `--kv-cache-dtype`, `--chunked-prefill-size`,
   the decode CUDA-graph batch size, the radix cache, the mamba scheduler (0.5.9) / radix-cache
-  (0.5.23) strategy, and TP / PP (the same GPUs, and twice as many). For vLLM
+  (0.5.23) strategy, and TP / PP (the same GPUs, and twice as many; the fix searches every
+  count). For vLLM
   (`servefit/_explain/levers_vllm.py`): `--gpu-memory-utilization`, `--max-num-seqs`,
   `--max-model-len`, `--max-num-batched-tokens`, `--kv-cache-dtype`, `--mamba-ssm-cache-dtype`,
   `--speculative-config.num_speculative_tokens` and speculative decoding off,
   `--enable-prefix-caching`, `--mamba-block-size`, and TP / PP. Then each flag you set is
   re-planned without it. `servefit/_explain/catalogue.py` picks the plan's engine's catalogue;
   nothing else in explain, fix or fit depends on the engine.
-* **minimal fix** (`servefit/_explain/fix.py`): every fix value of every lever alone, then pairs
-  of the levers that moved anything (coarse grids, refined one flag at a time). Ranked by
-  (flags changed, loss of effective concurrency at the requested context, loss of context,
-  more KV tokens, a higher request cap, more headroom). Lossy levers (KV / SSM dtype) only with
-  `--allow-lossy`; speculative settings, the radix cache / prefix caching and the parallelism
-  of more GPUs are not used; contexts only shrink (for vLLM also to the longest that fits, the
-  length its auto-fit `--max-model-len -1` finds and its error text names, written out as a
-  number). `servefit doctor` proposes the same fix,
-  searched on the replay calibrated with the log's measurements (for vLLM: "Model loading
-  took"), and falls back to vLLM's own printed estimate of the longest context when it cannot
-  replay the log.
+* **fix** (`servefit/_explain/fix.py`): every fix value of every lever alone, then (explain
+  only; `plan` prints single flags) pairs of the levers that moved anything (coarse grids,
+  refined one flag at a time). A candidate counts only if it starts with `--min-free-gib` of
+  headroom, holds at least one request of its context at once, and keeps `--concurrency`
+  running requests when given. Two are reported: the **closest** to what was asked (a flag the
+  user set first, then the smallest relative change; integer settings are bisected between the
+  value asked and the nearest grid value that starts, so the exact nearest value is found) and
+  the **best** (the most whole full-context requests at once, then more running requests, then
+  less context given up, more KV tokens, more headroom). Lossy levers (KV / SSM dtype) only
+  with `--allow-lossy`; speculative settings and the radix cache / prefix caching are not used;
+  contexts only shrink. When no single flag starts, or the weights alone exceed the memory free
+  before they load, the GPU count is searched count by count (every TP x PP layout of each
+  count, not doubling) for the smallest one that starts. `servefit doctor` proposes the same
+  fix, searched on the replay calibrated with the log's measurements (for vLLM: "Model loading
+  took"); without a config it works the fix back from the log's own numbers (SGLang's
+  `total_rest_memory`, vLLM's printed estimate of the longest context).
 * **fit** (`servefit/_fit/search.py`): for each TP x PP layout using all GPUs, (with
   `--allow-lossy` also FP8 KV and BF16 SSM state; with `--allow-no-radix` also radix cache off),
   for `max_running_requests` in engine default, 1..32, 36..256, for the state-pool sizing
@@ -263,7 +273,8 @@ seed = dict(tp_size=2, context_length=32768, speculative_algorithm="NEXTN",
 e = servefit.explain("Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9",
                      mem_fraction_static=0.85, **seed)            # -> Explanation
 e.plan.error_consumer                  # 'speculative mamba state'
-e.fix.best.command_flags               # '--max-running-requests 11'
+e.fix.best.command_flags               # '--max-running-requests 12'
+e.fix.minimal.command_flags            # '--mem-fraction-static 0.93'
 [lv.reason for lv in e.levers if lv.name == "mamba_full_memory_ratio"]
 
 r = servefit.fit("Qwen/Qwen3.6-27B", gpu="A6000", num_gpus=2, context=32768, concurrency=16,

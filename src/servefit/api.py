@@ -12,8 +12,8 @@ Engine args use the engine's own attribute names (tp_size=2, mem_fraction_static
     ('fail', 'speculative mamba state')
     >>> e = servefit.explain("Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9",
     ...                      mem_fraction_static=0.85, **seed)
-    >>> e.fix.best.command_flags
-    '--max-running-requests 11'
+    >>> e.fix.best.command_flags, e.fix.minimal.command_flags
+    ('--max-running-requests 12', '--mem-fraction-static 0.93')
     >>> r = servefit.fit("Qwen/Qwen3.6-27B", gpu="A6000", num_gpus=2, context=32768,
     ...                  concurrency=16, spec="mtp", engine="sglang==0.5.9")
     >>> r.best[0].changed_flags

@@ -32,7 +32,11 @@ def test_table_output_names_the_root_cause(capsys):
     code, out, _ = run(
         capsys, "doctor", str(LOGS / "sglang_0_5_9_seed_085_fail.log"), "--gpu", "A6000"
     )
-    assert code == 1 and "Root cause: not enough memory at start-up" in out and "speculative mamba state" in out
+    assert (
+        code == 1
+        and "Root cause: not enough memory at start-up" in out
+        and "speculative mamba state" in out
+    )
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,9 @@ def test_explain_json_seed_085(capsys):
     assert e["plan"]["error_consumer"] == "speculative mamba state"
     ratio = next(lv for lv in e["levers"] if lv["name"] == "mamba_full_memory_ratio")
     assert ratio["effect"] == "no effect"
-    assert e["fix"]["best"]["command_flags"] == "--max-running-requests 11"
+    assert e["fix"]["best"]["command_flags"] == "--max-running-requests 12"
+    assert e["fix"]["minimal"]["command_flags"] == "--mem-fraction-static 0.93"
+    assert "concurrency_loss" not in e["fix"]["best"]  # ranking internals are not reported
 
 
 def test_explain_table_hand_tuned(capsys):
@@ -107,9 +109,23 @@ def test_fit_errors_are_one_line(capsys):
         err.strip()
         == "servefit: error: --spec eagle3 needs --draft-model PATH (the draft checkpoint)"
     )
-    code, _, err = run(capsys, "fit", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--context", "32768")
+    code, _, err = run(
+        capsys, "fit", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--context", "32768", "--nodes", "2"
+    )
     assert code == 2 and err.startswith("servefit: error: pass --num-gpus")
     assert "Traceback" not in err
+
+
+def test_fit_picks_the_gpu_count(capsys):
+    """Without --num-gpus, the smallest count on which a launch starts: Qwen3.6-27B in bf16
+    (25.48 GiB of weights per GPU at TP 2, 50.96 at TP 1) does not fit one 47.2 GiB A6000."""
+    code, out, _ = run(
+        capsys, "fit", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--context", "32768",
+        "--engine", "sglang==0.5.9", "--format", "json", "--top", "1",
+    )  # fmt: skip
+    r = json.loads(out)
+    assert code == 0 and r["gpus_per_node"] == 2
+    assert r["gpus_note"].startswith("--num-gpus picked: 2") and "need 2" in r["gpus_note"]
 
 
 def test_fit_nothing_starts_exits_1(capsys):

@@ -86,21 +86,92 @@ def test_options_instead_of_a_command(capsys):
     assert code == 0 and p["hardware"]["tp_size"] == 2 and p["pools"]["context_len"] == 32768
 
 
-def test_unknown_flag_is_a_warning(capsys):
-    code, out, _ = run(
-        capsys,
-        "plan",
-        *SEED_TARGET_ARGV,
-        "--format",
-        "json",
-        "--",
-        *SEED_ARGV,
-        *HAND_TUNED_ARGV,
-        "--no-such-flag",
-        "7",
+def test_unknown_flag_is_the_engines_argparse_failure(capsys):
+    """SGLang parses its flags with argparse (server_args.py:prepare_server_args), which stops
+    on a flag it does not define: `launch_server.py: error: unrecognized arguments: ...`, every
+    leftover word, the value after the flag included."""
+    code, out, err = run(
+        capsys, "plan", *SEED_TARGET_ARGV, "--",
+        "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.6-27B",
+        "--tp-szie", "2", "--context-length", "32768",
+    )  # fmt: skip
+    assert code == 1 and err == ""
+    assert out.splitlines()[0] == (
+        "FAILS: the engine stops at start-up: launch_server.py: error: unrecognized arguments: "
+        "--tp-szie 2"
     )
+    assert out.splitlines()[1] == "  - did you mean --tp-size?"
+    code, out, _ = run(
+        capsys, "plan", *SEED_TARGET_ARGV, "--format", "json", "--",
+        *SEED_ARGV, *HAND_TUNED_ARGV, "--no-such-flag", "7",
+    )  # fmt: skip
     p = json.loads(out)
-    assert code == 0 and any("--no-such-flag" in w for w in p["warnings"])
+    assert code == 1 and p == {
+        "verdict": "fail",
+        "error": "launch_server.py: error: unrecognized arguments: --no-such-flag 7",
+        "hints": [],
+    }
+
+
+def test_vllm_tp_is_not_a_flag(capsys):
+    """vLLM 0.33.0 defines `-tp` and `--tensor-parallel-size` only (flags_0_33_0.json, from
+    EngineArgs.add_cli_args); argparse's prefix matching (allow_abbrev, on in
+    FlexibleArgumentParser) finds no long option starting with `--tp`, so `--tp 2` is refused,
+    never planned as TP 1."""
+    code, out, _ = run(
+        capsys, "plan", "--gpu", "A6000", "--engine", "vllm==0.33.0", "--",
+        "vllm", "serve", "Qwen/Qwen3.6-27B", "--tp", "2", "--max-model-len", "32768",
+    )  # fmt: skip
+    assert code == 1
+    assert out.splitlines()[:2] == [
+        "FAILS: the engine stops at start-up: vllm serve: error: unrecognized arguments: --tp 2",
+        "  - did you mean -tp?",
+    ]
+    code, out, _ = run(
+        capsys, "plan", "--gpu", "A6000", "--engine", "vllm==0.33.0", "--format", "json", "--",
+        "vllm", "serve", "Qwen/Qwen3.6-27B", "-tp", "2", "--max-model-len", "32768",
+    )  # fmt: skip
+    assert code == 0 and json.loads(out)["hardware"]["tp_size"] == 2
+
+
+def test_a_prefix_of_a_flag_is_the_flag(capsys):
+    """argparse accepts an unambiguous prefix: SGLang's `--tp 2` is `--tp-size 2`."""
+    code, out, _ = run(
+        capsys, "plan", *SEED_TARGET_ARGV, "--format", "json", "--",
+        "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.6-27B", "--tp", "2",
+    )  # fmt: skip
+    assert json.loads(out)["hardware"]["tp_size"] == 2
+
+
+def test_quoted_launch_command(capsys):
+    code, out, _ = run(
+        capsys, "plan", *SEED_TARGET_ARGV, "--format", "json", "--",
+        "python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B --tp-size 2 "
+        "--context-length 32768",
+    )  # fmt: skip
+    p = json.loads(out)
+    assert code == 0 and p["hardware"]["tp_size"] == 2 and p["pools"]["context_len"] == 32768
+
+
+@pytest.mark.parametrize(
+    ("argv", "suggestion"),
+    [
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6001"], "did you mean rtx-a6000?"),
+        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "sglan"], "did you mean sglang?"),
+        (
+            ["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "vlm==0.33.0"],
+            "did you mean vllm?",
+        ),
+        (
+            ["-m", "meta-llama/Llama-3.1-8B", "--gpu", "A6000"],
+            "did you mean meta-llama/Meta-Llama-3.1-8B?",
+        ),
+    ],
+)
+def test_did_you_mean(capsys, monkeypatch, argv, suggestion):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the Hub id is not fetched
+    code, out, err = run(capsys, "plan", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and suggestion in err
 
 
 def test_nearest_profile_is_said(capsys):

@@ -23,7 +23,7 @@ HF = "hf_OutputTestTokenNotReal0123456789"
 SECRETS = (KEY, ADMIN, HF)
 LOGS = Path(__file__).resolve().parents[1] / "doctor" / "logs"
 SEED_FAIL = [*SEED_ARGV, "--mem-fraction-static", "0.85"]
-SGLANG = ["python", "-m", "sglang.launch_server", *SEED_FAIL]
+SGLANG = SEED_FAIL  # SEED_ARGV starts with `python -m sglang.launch_server`
 SGLANG_WITH_KEYS = [*SGLANG, "--api-key", KEY, "--admin-api-key", ADMIN]
 VLLM_WITH_KEYS = ["vllm", "serve", "Qwen/Qwen3-8B", "--api-key", KEY, ADMIN, "--hf-token", HF]
 

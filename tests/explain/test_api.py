@@ -47,7 +47,7 @@ def test_explain_and_fit_return_typed_frozen_results():
     e = servefit.explain(
         "Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.9", mem_fraction_static=0.85, **SEED
     )
-    assert isinstance(e, Explanation) and e.fix.best.command_flags == "--max-running-requests 11"
+    assert isinstance(e, Explanation) and e.fix.best.command_flags == "--max-running-requests 12"
     assert Explanation.model_validate_json(e.model_dump_json()) == e
     r = servefit.fit(
         "Qwen/Qwen3.6-27B",

@@ -117,7 +117,7 @@ def test_lever_values_are_real_replans(failing_085, seed_request):
             assert v.outcome == direct, (name, v.label)
 
 
-def test_minimal_fix_is_one_flag_and_the_best_one(failing_085, seed_request):
+def test_best_and_closest_fixes(failing_085, seed_request):
     fix = failing_085.fix
     assert fix is not None and fix.found
     best = fix.best
@@ -125,28 +125,40 @@ def test_minimal_fix_is_one_flag_and_the_best_one(failing_085, seed_request):
     change = best.changes[0]
     assert change.flag == "--max-running-requests" and change.old == 48
     assert best.command_flags == f"--max-running-requests {change.new}"
-    # before/after numbers
     assert fix.before.verdict == "fail" and fix.before.kv_tokens == 0
     after = best.outcome
     assert after.verdict == "ok" and after.free_gib >= fix.min_free_gib == 2.0
     assert after.kv_tokens > 0 and after.max_running_requests == change.new
     assert best.context_loss == 0
-    assert best.concurrency_loss == pytest.approx(48 - after.effective_concurrency, abs=0.01)
-    # it is the best single --max-running-requests value (brute force over 1..48)
+    # brute force over every --max-running-requests value 1..48: the best keeps the most whole
+    # full-context requests at once, then the most running requests
     req = seed_request(mem_fraction_static=0.85)
     effs = {}
     for r in range(1, 49):
         o = outcome(plan(with_args(req, max_running_requests=r)), 32768)
-        if starts(o, 2.0):
+        if starts(o, 2.0) and o.effective_concurrency >= 1:
             effs[r] = o.effective_concurrency
-    assert after.effective_concurrency == max(effs.values())
-    assert change.new == max(effs, key=effs.get) == 11
-    # raising --mem-fraction-static alone also starts, but its KV holds about one 32K request
-    frac = next(a for a in fix.alternatives if a.changes[0].dest == "mem_fraction_static")
-    assert frac.outcome.full_context_requests < 2 < 10 < after.full_context_requests
+    top = max(int(e) for e in effs.values())
+    assert change.new == max(r for r, e in effs.items() if int(e) == top) == 12
+    # 11 holds more of a request (10.67 vs 10.31 of 32K) but both hold 10 whole ones, and 12
+    # runs one more request at once
+    assert int(effs[11]) == int(effs[12]) == 10 and effs[11] > effs[12]
+    # the closest to what the user asked: their own --mem-fraction-static, the nearest value
+    # that starts with one full-context request at once: 0.92 starts but holds 0.71 of one
+    # (23,279 KV tokens / 32,768), so 0.93
+    closest = fix.minimal
+    assert closest.command_flags == "--mem-fraction-static 0.93" and closest.user_flag
+    assert closest.distance == pytest.approx((0.93 - 0.85) / 0.85, abs=1e-4)
+    o92 = outcome(plan(with_args(req, mem_fraction_static=0.92)), 32768)
+    assert (
+        o92.verdict == "ok" and o92.kv_tokens / 32768 < 1 <= closest.outcome.full_context_requests
+    )
     # a pair of flags is offered too, and does better than any single flag
     pair = next(a for a in fix.alternatives if len(a.changes) == 2)
     assert pair.outcome.effective_concurrency > after.effective_concurrency
+    # no candidate runs fewer than one full-context request at once
+    for c in [fix.best, fix.minimal, *fix.alternatives]:
+        assert c.outcome.effective_concurrency >= 1
 
 
 def test_explain_on_a_dense_model_has_no_state_levers():

@@ -116,8 +116,8 @@ def test_explain_page_tells_the_truth(tmp_path):
         < dom.index('class="chart"')
     )
     cmd = re.search(r'<pre class="cmd">(.*?)</pre>', dom, re.S).group(1)
-    assert cmd.startswith("python -m sglang.launch_server") and "--max-running-requests 11" in cmd
-    assert "10.67 full-context requests at once" in dom  # the headline number beside it
+    assert cmd.startswith("python -m sglang.launch_server") and "--max-running-requests 12" in cmd
+    assert "10.31 full-context requests at once" in dom  # the headline number beside it
     # the failing bar: its shortfall below zero in red with a FAIL label, no positive free memory
     # (state 3.44 + speculative state 13.76 GiB against a 14.61 GiB budget: 2.59 GiB short)
     assert "FAIL: 2.59 GiB short" in dom

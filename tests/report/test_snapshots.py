@@ -211,3 +211,17 @@ def test_verdict_comes_first():
         "Mamba cache blocks"
     )
     assert first["doctor-seed-fails.pipe.txt"].startswith("FAILED: launch 1 of 1")
+
+
+def test_models_name_the_releases_that_serve_them(capsys):
+    """From the profiles' declared architectures (archs_<release>.txt, extracted from the
+    wheels): Kimi-K3 (KimiK3ForConditionalGeneration) is registered by SGLang 0.5.23 and vLLM 0.33.0 only,
+    MiniMax-M1 (MiniMaxM1ForCausalLM) by no registered release."""
+    import json
+
+    with pytest.raises(SystemExit):
+        main(["models", "--format", "json"])
+    rows = {r["id"]: r["served_by"] for r in json.loads(capsys.readouterr()[0])}
+    assert rows["moonshotai/Kimi-K3"] == {"sglang": ["0.5.23"], "vllm": ["0.33.0"]}
+    assert rows["MiniMaxAI/MiniMax-M1"] == {"sglang": [], "vllm": []}
+    assert rows["Qwen/Qwen3.6-27B"] == {"sglang": ["0.5.9", "0.5.23"], "vllm": ["0.24.0", "0.33.0"]}

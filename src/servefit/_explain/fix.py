@@ -351,22 +351,26 @@ def weights_exceed(ctx: Context) -> bool:
     """The weights alone (target and draft, on the most loaded rank) exceed the memory free
     before they load: the engine dies loading them, whatever its memory flags say."""
     r = ctx.plan.per_rank
-    return r.weights_gib + r.draft_weights_gib >= r.pre_load_free_gib
+    return r.weights_gib + r.draft_weights_gib >= r.pre_load_free_gib > 0
 
 
 def gpus_needed(ctx: Context, floors: Floors, max_gpus: int = MAX_GPUS) -> GpusNeeded:
-    """Count by count from one more GPU than the launch uses, every TP x PP layout of the count
-    (the engine refuses those its heads do not split): the first count at which the weights
-    alone fit, and the first at which a layout meets the floors (the best layout of it)."""
+    """Count by count from the GPUs the launch uses (its other layouts first), every TP x PP
+    layout of the count (the engine refuses those its heads do not split): the first count at
+    which the weights alone fit, and the first at which a layout meets the floors (the best
+    layout of it)."""
     cat = ctx.catalogue
     target = ctx.plan.pools.context_len
     # None while the weights do not fit: the launch's own GPUs hold them otherwise
     weights_at: int | None = None if weights_exceed(ctx) else ctx.world
     tried = 0
-    for n in range(ctx.world + 1, max_gpus + 1):
+    now = (ctx.plan.hardware.tp_size, ctx.plan.hardware.pp_size)
+    for n in range(ctx.world, max_gpus + 1):
         found: list[tuple[int, int, Outcome]] = []
         for tp in sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True):
             pp = n // tp
+            if (tp, pp) == now:
+                continue
             tried += 1
             p, _ = replan(ctx.request, Option("", {cat.tp_dest: tp, cat.pp_dest: pp}, n))
             if p is None:

@@ -41,10 +41,11 @@ def _is_option(token: str) -> bool:
     return token.startswith("-") and len(token) > 1 and not token[1:2].isdigit()
 
 
-def leftovers(argv: list[str], unknown: list[str], engine: str) -> list[str]:
-    """The words argparse leaves over: each unknown option (as written) and the values that
-    follow it up to the next option."""
+def leftovers(argv: list[str], unknown: list[str], stray: list[str], engine: str) -> list[str]:
+    """The words argparse leaves over, in argv order: each unknown option (as written) with the
+    values that follow it up to the next option, and the positional words no argument takes."""
     wanted = {u.replace("_", "-") if engine == "vllm" else u for u in unknown}
+    pending = list(stray)
     out: list[str] = []
     taking = False
     for tok in argv:
@@ -58,6 +59,8 @@ def leftovers(argv: list[str], unknown: list[str], engine: str) -> list[str]:
             continue
         if taking:
             out.append(tok)
+        elif pending and tok == pending[0]:
+            out.append(pending.pop(0))
     return out
 
 
@@ -71,17 +74,30 @@ def suggestion(option: str, profile: Profile) -> str | None:
     return closest(option, names, cutoff=0.75)
 
 
+def stray_positionals(profile: Profile, launch_argv: list[str]) -> list[str]:
+    """Positional words of a launch command no argument takes: SGLang's server CLI has no
+    positional argument; `vllm serve` has one, the model."""
+    found = profile.parse_argv(list(launch_argv)).positionals
+    return found[1:] if profile.engine == "vllm" else found
+
+
 def check(
-    argv: list[str], parsed: ParsedArgs, profile: Profile, entrypoint: str | None
+    argv: list[str],
+    parsed: ParsedArgs,
+    profile: Profile,
+    entrypoint: str | None,
+    stray: list[str] | None = None,
 ) -> ArgvRejection | None:
-    """The engine's argparse failure for this argv, or None when argparse accepts it."""
+    """The engine's argparse failure for this argv, or None when argparse accepts it.
+    `stray`: positional words of the launch command that no argument takes."""
     prog = PROGS.get(entrypoint or "", DEFAULT_PROG.get(profile.engine, profile.engine))
     ambiguous = [e for e in parsed.errors if e.startswith("ambiguous option")]
     if ambiguous:
         return ArgvRejection(f"{prog}: error: {ambiguous[0]}")
-    if not parsed.unknown:
+    stray = list(stray or [])
+    if not parsed.unknown and not stray:
         return None
-    words = leftovers(argv, parsed.unknown, profile.engine) or list(parsed.unknown)
+    words = leftovers(argv, parsed.unknown, stray, profile.engine) or [*parsed.unknown, *stray]
     hints = []
     for u in parsed.unknown:
         s = suggestion(u, profile)

@@ -141,7 +141,8 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     profile, ref = select(engine)
     if cmd is not None:
         parsed = profile.parse_argv(list(cmd.argv))
-        rejected = argcheck.check(list(cmd.argv), parsed, profile, cmd.entrypoint)
+        stray = argcheck.stray_positionals(profile, cmd.argv)
+        rejected = argcheck.check(list(cmd.argv), parsed, profile, cmd.entrypoint, stray)
         if rejected is not None:  # the baseline would not start: the engine's argparse says why
             raise rejected
         if parsed.errors:

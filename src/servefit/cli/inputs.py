@@ -146,7 +146,8 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     # Each release's flags are read with its own table and parser (vLLM: `vllm serve MODEL`,
     # underscores or dashes, dotted JSON keys; SGLang: --model-path).
     parsed = profile.parse_argv(engine_argv)
-    rejected = argcheck.check(engine_argv, parsed, profile, cmd.entrypoint if cmd else None)
+    stray = argcheck.stray_positionals(profile, cmd.argv) if cmd is not None else []
+    rejected = argcheck.check(engine_argv, parsed, profile, cmd.entrypoint if cmd else None, stray)
     if rejected is not None:  # the engine's argparse stops the launch: a predicted failure
         raise rejected
     if parsed.errors:

@@ -131,7 +131,7 @@ def serving_releases(spec: ModelSpec) -> dict[str, list[str]]:
 
 
 def releases_words(engine: str, served: list[str]) -> str:
-    """"sglang 0.5.14-0.5.23": runs of three or more consecutive registered releases
+    """ "sglang 0.5.14-0.5.23": runs of three or more consecutive registered releases
     collapsed (two stay listed: releases between them may not be registered)."""
     if not served:
         return f"{engine}: none"

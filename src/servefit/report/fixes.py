@@ -41,10 +41,11 @@ def gpus_words(g: GpusNeeded, gpu: str, world: int) -> str | None:
             weights = f"the weights do not fit on up to {g.max_gpus} GPUs of this kind ({gpu})"
         return f"{weights or 'more GPUs'}; no layout up to {g.max_gpus} GPUs starts"
     layout = f"TP {g.tp_size}" + (f" x PP {g.pp_size}" if g.pp_size and g.pp_size > 1 else "")
+    more = "on more GPUs of this kind" if g.num_gpus > world else "on these GPUs"
     lead = (
         f"{weights}; the smallest layout that starts"
         if weights
-        else (f"on more GPUs of this kind ({gpu}), the smallest layout that starts")
+        else f"{more} ({gpu}), the smallest layout that starts"
     )
     return f"{lead}: {layout} on {g.num_gpus} GPUs, {outcome_words(g.outcome)}"
 
