@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from servefit.explain.outcome import outcome
+from servefit._explain.outcome import outcome
+from servefit._plan.planner import PlanRequest, plan, with_args
 from servefit.hardware.nvml import LocalGPUs
-from servefit.plan.planner import PlanRequest, plan, with_args
 from tests.clihelp import run
 from tests.seedcase import MTP_ARGV, SEED_TARGET_ARGV
 
@@ -62,7 +62,7 @@ def test_vllm_closest_is_bisected_to_the_exact_value():
     """vLLM 0.33.0 refuses --max-num-seqs 1024 on 2x A6000 (272 Mamba blocks); fewer sequences
     also shrink the sampler's profiling peak (max_num_seqs x vocabulary), which frees blocks,
     so the largest value that starts is more than 272: the bisection finds it exactly."""
-    from servefit.explain.analysis import explain_request
+    from servefit._explain.analysis import explain_request
 
     req = PlanRequest(
         model="Qwen/Qwen3.6-27B",
