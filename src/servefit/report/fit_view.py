@@ -37,7 +37,7 @@ def fit_verdict(r: FitResult) -> Verdict:
         )
     b = r.best[0]
     v = candidate_verdict(r, b)
-    return Verdict(v.status, f"{v.headline} with #1: {_layout(b)}, {_flags(b)}", v.reasons)
+    return Verdict(v.status, f"#1 ({_layout(b)}; {_flags(b)}) runs {v.headline}", v.reasons)
 
 
 def best_table(r: FitResult) -> Grid:

@@ -137,7 +137,7 @@ def candidates_table(fix: Fix) -> Grid:
         t.add(*(Cell(x, "bold") for x in _cells(fix.best, "best")))
     m = fix.minimal
     if m is not None and (fix.best is None or m.command_flags != fix.best.command_flags):
-        t.add(*_cells(m, "closest to what you asked"))
+        t.add(*_cells(m, "closest"))
     for alt in fix.alternatives:
         t.add(*_cells(alt, "pair" if len(alt.changes) > 1 else "another flag"))
     return t
