@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
-from servefit._explain.outcome import outcome
+import pytest
+
+from servefit._explain.outcome import memory_gib, outcome
 from servefit._plan.planner import PlanRequest, plan, with_args
 from servefit.hardware.nvml import LocalGPUs
 from tests.clihelp import run
@@ -124,6 +126,11 @@ def test_weights_need_more_gpus(capsys):
     o = outcome(pp3)
     assert o.verdict != "ok" or o.effective_concurrency < 1 or o.free_gib < 2.0
     assert plan(with_args(base, tp_size=3)).verdict == "fail"
+    # what the HTML draws below zero for it: the weights beyond the memory free before them
+    one = plan(with_args(base, pp_size=1))
+    r = one.per_rank
+    assert memory_gib(one)["short"] == pytest.approx(r.weights_gib - r.pre_load_free_gib)
+    assert round(memory_gib(one)["short"], 2) == round(50.96 - 23.24, 2)
     end = lines.index("The launch with more GPUs:")
     assert lines[end + 3 : end + 5] == ["    --tp-size 2 \\", "    --pp-size 2 \\"]
 

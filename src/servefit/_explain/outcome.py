@@ -27,10 +27,14 @@ def _consumers(plan: Plan, *prefixes: str) -> float:
 
 
 def shortfall_gib(plan: Plan) -> float:
-    """How much memory the launch lacks: a failing plan's state reservations beyond its budget
-    (or a negative budget: the weights alone exceed it), or an OOM plan's negative free memory.
+    """How much memory the launch lacks: the weights beyond the memory free before they load,
+    a failing plan's state reservations beyond its budget (or a negative budget), or an OOM
+    plan's negative free memory.
     0 when the launch fails for another reason (vLLM's Mamba-block check) or does not lack any."""
-    p = plan.pools
+    p, r = plan.pools, plan.per_rank
+    weights = r.weights_gib + r.draft_weights_gib
+    if plan.verdict == "fail" and weights >= r.pre_load_free_gib > 0:
+        return weights - r.pre_load_free_gib  # the GPU lacks this much to load the weights
     if plan.verdict == "fail":
         return max(0.0, -p.kv_budget_gib, -p.budget_gib)
     return max(0.0, -plan.per_rank.free_gib)
