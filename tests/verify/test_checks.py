@@ -216,3 +216,28 @@ def test_reference_without_logprobs_compares_words():
     outcome = run_reference(ctx)
     assert outcome.status == "pass"
     assert outcome.evidence == ["count: identical, 3 words", "explain: identical, 3 words"]
+
+
+def test_generation_is_sized_to_a_short_context(standin):
+    # A real vLLM 0.32.0 server with --max-model-len 512 lists it in /v1/models and answers
+    # max_tokens=1024 with HTTP 400 ("max_tokens=1024 cannot be greater than max_model_len=512.
+    # Please request fewer output tokens."); verify's defaults must fit inside that context.
+    server = standin(engine="vllm", max_model_len=512)
+    report = verify(server.url, replace(FAST, max_tokens=1024, concurrency=(1,)))
+    assert report.check("liveness").evidence[1] == (
+        "max_model_len 512: each request's max_tokens is capped to fit it"
+    )
+    for check in report.checks:
+        assert "HTTP 400" not in " ".join([check.summary, *check.evidence]), check
+    assert statuses(report)["degenerate"] == "pass"
+
+
+def test_a_server_without_tool_parser_skips_tool_calling(standin):
+    # vLLM without --enable-auto-tool-choice answers HTTP 400 '"auto" tool choice requires
+    # --enable-auto-tool-choice and --tool-call-parser to be set': nothing to check, not a fault.
+    report = verify(standin(engine="vllm", tool_parser=False).url, replace(FAST, concurrency=(1,)))
+    tools = report.check("tools")
+    assert tools.status == "skip"
+    assert tools.summary.startswith("the server has no tool-call parser")
+    assert '"auto" tool choice requires --enable-auto-tool-choice' in tools.evidence[0]
+    assert report.ok

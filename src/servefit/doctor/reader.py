@@ -189,8 +189,17 @@ def scan(source: LineSource) -> Iterator[Hit]:
         event, rule = match(text)
         if event is not None:
             yield Hit(line, event, rule)
-        elif _COMMAND.search(text):
+        elif _COMMAND.search(text) and not _engine_message(text):
             yield Hit(line, {"kind": EventKind.COMMAND, "text": text.strip()}, None)
+
+
+def _engine_message(text: str) -> bool:
+    """A line the engine logged (vLLM's level + time, SGLang's [time rank] prefix): its words are
+    the engine's, so a command they mention is not a launch command written into the file, e.g.
+    vLLM 0.32's "Scale-out endpoints are disabled. Restart vllm serve with --enable-scale-out to
+    enable them." (vllm/entrypoints/scale_out/factories.py:register_scale_out_api_routers, logged at every `vllm serve` start)."""
+    head = text[:160]
+    return bool(_VLLM_LEVEL.search(head) or _SGL_PREFIX.search(head))
 
 
 def match(text: str) -> tuple[Event | None, Rule | None]:

@@ -260,11 +260,14 @@ def _summary(p, args, notes, P, W, ref, checks) -> Replay:
     )
 
 
-def _check(name: str, unit: str, logged: float | None, predicted: float | None) -> PoolCheck | None:
+def _check(
+    name: str, unit: str, logged: float | None, predicted: float | None, exact: bool = False
+) -> PoolCheck | None:
+    """exact: a setting the engine derives (a block size), where any difference is an error."""
     if logged is None or predicted is None or logged == 0:
         return None
     gap = (predicted - logged) / logged * 100
-    flagged = abs(gap) > GAP_PCT
+    flagged = predicted != logged if exact else abs(gap) > GAP_PCT
     if unit == "GiB":
         flagged = flagged and abs(predicted - logged) > ROUNDING_GIB
     return PoolCheck(
@@ -285,6 +288,17 @@ def compare(launch: LaunchFacts, p) -> list[PoolCheck]:
         tokens = lp.kv_tokens if lp.kv_tokens is not None else lp.max_total_num_tokens
         if launch.engine.name == "vllm":
             tokens = lp.gpu_kv_cache_tokens
+            # "Setting attention block size to N tokens ..." (vllm/platforms/interface.py:
+            # Platform._align_hybrid_block_size): the block every KV figure is counted in
+            out.append(
+                _check(
+                    "attention block size",
+                    "tokens",
+                    lp.attention_block_size,
+                    p.pools.block_size,
+                    exact=True,
+                )
+            )
             out.append(
                 _check(
                     "max concurrency at max_model_len",

@@ -12,6 +12,7 @@ import subprocess
 import time
 
 from rich.console import Console
+from rich.markup import escape
 
 from servefit.launch.diagnose import tail
 from servefit.launch.progress import ProgressView
@@ -86,15 +87,16 @@ def summary(console: Console, run: RunDir, rec: RunRecord) -> int:
     if rec.state == "ready":
         took = rec.timings.time_to_ready_s
         model = f" serving {rec.served_model}" if rec.served_model else ""
-        console.print(f"[green]ready[/] after {took:.1f} s: {rec.url}{model}")
+        console.print(f"[green]ready[/] after {took:.1f} s: {rec.url}{escape(model)}")
         if rec.auth_note:
-            console.print(f"  [yellow]![/] only /health answered: {rec.auth_note}")
+            console.print(f"  [yellow]![/] only /health answered: {escape(rec.auth_note)}")
         console.print(
             f"  logs: servefit logs {run.id}    stop: servefit stop {run.id}    run: {run.path}"
         )
         return 0
     colour = "red" if rec.state == "failed" else "yellow"
-    console.print(f"[{colour}]{rec.state}[/]: {rec.message or ''}", markup=True)
+    # the message quotes the engine's own lines: plain text, never markup
+    console.print(f"[{colour}]{rec.state}[/]: {escape(rec.message or '')}", markup=True)
     if rec.state == "failed":
         text = None
         with contextlib.suppress(OSError):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -100,10 +101,11 @@ def comparisons(facts: EngineFacts, predicted: EngineFacts | None) -> list[Compa
 
 
 def render_checks(console: Console, checks: list[Check]) -> None:
+    # Messages are plain text: "pip install 'servefit[gpu]'" must not be read as rich markup.
     for c in checks:
-        console.print(f" {_ICON[c.status]} {c.name:<15} {c.message}", highlight=False)
+        console.print(f" {_ICON[c.status]} {c.name:<15} {escape(c.message)}", highlight=False)
         for d in c.detail:
-            console.print(f"   {'':<15} {d}", highlight=False, style="dim")
+            console.print(f"   {'':<15} {escape(d)}", highlight=False, style="dim")
 
 
 def _fmt_s(seconds: float) -> str:

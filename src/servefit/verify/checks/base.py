@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.verify.client import EndpointClient
 from servefit.verify.result import CheckResult, Status
+
+# Tokens a chat template adds around the messages (role markers, generation prompt), with room
+# to spare: Qwen's template adds 5 per message and 3 for the generation prompt.
+PROMPT_TEMPLATE_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,21 @@ class CheckContext:
     results: dict[str, CheckResult] = field(default_factory=dict)
     loops_seen: list[str] = field(default_factory=list)  # "where: reason" of every loop found
     accept_length: float | None = None  # measured by the speculative check
+    max_model_len: int | None = None  # the served model's context, from /v1/models
+
+    def output_budget(self, messages: list[dict[str, Any]], max_tokens: int) -> int:
+        """max_tokens that fits the server's context with this prompt.
+
+        vLLM refuses a request whose max_tokens exceeds max_model_len (HTTP 400: "max_tokens=1024
+        cannot be greater than max_model_len=512", vllm/renderers/params.py:TokenizeParams) and,
+        in 0.24, one whose prompt does not fit max_model_len - max_tokens. The prompt's length in
+        tokens is bounded by its UTF-8 bytes (byte-level tokenizers) plus the chat template's
+        tokens, so that bound is kept free."""
+        if self.max_model_len is None:
+            return max_tokens
+        text = json.dumps([m.get("content") for m in messages], ensure_ascii=False)
+        prompt_bound = len(text.encode()) + PROMPT_TEMPLATE_TOKENS
+        return max(1, min(max_tokens, self.max_model_len - prompt_bound))
 
     def chat_body(
         self,
@@ -63,7 +83,7 @@ class CheckContext:
         body: dict[str, Any] = {
             "messages": messages,
             "temperature": 0,
-            "max_tokens": max_tokens,
+            "max_tokens": self.output_budget(messages, max_tokens),
             **extra,
         }
         if self.model:

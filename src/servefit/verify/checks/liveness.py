@@ -54,8 +54,16 @@ def run(ctx: CheckContext) -> CheckResult:
             [f"/v1/models lists {ids}"],
         )
     ctx.model = wanted or ids[0]
-    owned_by = next((str(m.get("owned_by", "")) for m in data if m.get("id") == ctx.model), "")
+    entry = next((m for m in data if isinstance(m, dict) and m.get("id") == ctx.model), {})
+    owned_by = str(entry.get("owned_by", ""))
     evidence = [f"/v1/models lists {ids}" + ("" if wanted else f"; using {ctx.model!r}")]
+    # vLLM (vllm/entrypoints/openai/models/serving.py:OpenAIServingModels.show_available_models)
+    # and SGLang list the context length: the generation prompts are sized to fit it
+    if isinstance(entry.get("max_model_len"), int) and entry["max_model_len"] > 0:
+        ctx.max_model_len = entry["max_model_len"]
+        evidence.append(
+            f"max_model_len {ctx.max_model_len:,}: each request's max_tokens is capped to fit it"
+        )
 
     health = ctx.client.get("/health")
     evidence.append(f"GET /health -> HTTP {health.status_code}")

@@ -11,10 +11,17 @@ from __future__ import annotations
 import json
 
 from servefit.verify.checks.base import CheckContext, note_loop, result, show
+from servefit.verify.client import EndpointError
 from servefit.verify.prompts import TOOL_PROMPT, WEATHER_TOOL
 from servefit.verify.result import CheckResult
 
 NAME, TITLE = "tools", "tool calling"
+# vLLM's answer to tools with tool_choice "auto" when no parser is set (HTTP 400):
+# '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+# (vllm/renderers/online_renderer.py in 0.32, entrypoints/serve/render/serving.py in 0.24,
+# entrypoints/openai/chat_completion/serving.py in 0.16, entrypoints/openai/serving_chat.py in
+# 0.10).
+NO_PARSER = ('"auto" tool choice requires --enable-auto-tool-choice',)
 CALL_MARKERS = ("<tool_call>", "<function=", "<|tool_call", '"name": "get_weather"', "[TOOL_CALLS]")
 
 
@@ -26,7 +33,19 @@ def run(ctx: CheckContext) -> CheckResult:
         tools=[WEATHER_TOOL],
         tool_choice="auto",
     )
-    completion = ctx.client.chat(body)
+    try:
+        completion = ctx.client.chat(body)
+    except EndpointError as exc:
+        if not any(m in exc.reason for m in NO_PARSER):
+            raise
+        return result(
+            NAME,
+            TITLE,
+            "skip",
+            "the server has no tool-call parser: start it with --enable-auto-tool-choice "
+            "--tool-call-parser NAME to serve tool calls",
+            [exc.reason],
+        )
     evidence = [f"finish {completion.finish_reason}, {len(completion.tool_calls)} tool call(s)"]
     left = [m for m in CALL_MARKERS if m in completion.content]
     if completion.tool_calls:

