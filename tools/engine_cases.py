@@ -33,6 +33,14 @@ class EngineCase:
     note: str = ""
 
 
+# On CPUs with AMX tiles, vLLM 0.24.0 turns prefix caching (and chunked prefill) off for models
+# with linear attention ("Disabled unsupported prefix caching and chunked prefill for linear
+# attention on AMX CPU platforms.", vllm/platforms/cpu.py:CpuPlatform.check_and_update_config),
+# after the Mamba block size was set for it: VllmConfig then rejects the launch ("--mamba-block-
+# size can only be set with --enable-prefix-caching"). Without AMX these start.
+AMX_PREFIX_CACHING = "AMX CPUs: 0.24.0 drops prefix caching for linear attention, then fails"
+
+
 def _ready_cases() -> list[EngineCase]:
     cases = []
     combos = [("0.32.0", "qwen35-tiny"), ("0.32.0", "qwen3next-tiny"), ("0.32.0", "qwen3-tiny"),
@@ -49,7 +57,10 @@ def _ready_cases() -> list[EngineCase]:
                     flags += ["--kv-cache-memory-bytes", str(KV_BYTES)]
                 tag = release.replace(".", "")
                 name = f"v{tag}-{model.removesuffix('-tiny')}-{'pc' if pc else 'nopc'}-{kv}"
-                cases.append(EngineCase(name, release, model, tuple(flags), env))
+                expect, note = "ready", ""
+                if release == "0.24.0" and model != "qwen3-tiny" and pc:
+                    expect, note = "fail", AMX_PREFIX_CACHING
+                cases.append(EngineCase(name, release, model, tuple(flags), env, expect, note))
     return cases
 
 
@@ -57,11 +68,15 @@ def _failure_cases() -> list[EngineCase]:
     cases = []
     for release in ("0.32.0", "0.24.0"):
         tag = release.replace(".", "")
+        # On a GPU this fails: "max_num_seqs (1024) exceeds available Mamba cache blocks (762)"
+        # guards the capture of full CUDA graphs (vllm/config/compilation.py:
+        # CompilationConfig, `cudagraph_mode.has_full_cudagraphs()`). The CPU build captures
+        # none (cudagraph_mode NONE), so the same launch starts there.
         cases.append(EngineCase(
-            f"v{tag}-qwen35-fail-max-num-seqs", release, "qwen35-tiny",
+            f"v{tag}-qwen35-max-num-seqs-above-blocks", release, "qwen35-tiny",
             (*NO_MM, "--max-model-len", str(MAX_MODEL_LEN), "--no-enable-prefix-caching",
              "--kv-cache-memory-bytes", str(KV_BYTES), "--max-num-seqs", "1024"),
-            expect="fail", note="--max-num-seqs above the Mamba block count"))
+            note="--max-num-seqs 1024 above the 762 Mamba blocks: fails on a GPU only"))
         cases.append(EngineCase(
             f"v{tag}-qwen3-fail-max-model-len", release, "qwen3-tiny",
             ("--max-model-len", "65536", "--kv-cache-memory-bytes", str(64 * 2**20)),

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from servefit._plan.planner import PlanRequest, plan, resolve_model
 from servefit.doctor.diagnose import diagnose
 from servefit.doctor.launches import read_log
 from servefit.doctor.render import render
 from servefit.doctor.replay import compare
-from servefit._plan.planner import PlanRequest, plan, resolve_model
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "engine-logs"
 CASES = json.loads((LOGS / "cases.json").read_text())["cases"]
@@ -101,3 +101,22 @@ def test_the_pool_table_says_calibrated_only_when_it_was() -> None:
         update={"replay": report.replay.model_copy(update={"calibrated": True})}
     )
     assert "calibrated on the log" in title(calibrated)
+
+
+def test_an_unknown_flag_is_the_engines_argument_error() -> None:
+    # argparse stops `vllm serve` before any engine line: the log is the usage and this line.
+    report = diagnose(read_log(log_of("v0320-qwen3-fail-unknown-flag")), replay=False)
+    assert report.launches_total == 1 and report.status == "failed"
+    assert report.root_cause.kind == "arg_error"
+    assert report.root_cause.error.message == "vllm: error: unrecognized arguments: --no-such-flag"
+
+
+def test_a_config_the_engine_refuses_is_named_in_its_words() -> None:
+    # vLLM 0.24.0 on a CPU with AMX tiles turns prefix caching off for linear attention, then
+    # pydantic refuses the Mamba block size set for it; the cause is the validator's line, not
+    # the "ValidationError: 1 validation error for VllmConfig" above it.
+    report = diagnose(read_log(log_of("v0240-qwen35-pc-env1g")), replay=False)
+    assert report.root_cause.kind == "arg_error"
+    assert report.root_cause.error.message == (
+        "Value error, --mamba-block-size can only be set with --enable-prefix-caching"
+    )

@@ -66,15 +66,14 @@ _ERROR = re.compile(r"^(?:\w+Error|\w+Exception): .+|^vllm(?: serve)?: error: .+
 
 
 def engine_error(text: str) -> str | None:
-    """The engine's last error message (an exception line or argparse's `error:` line)."""
-    last = None
+    """The engine's root error: its first exception line (the engine core's, before the API
+    server's "RuntimeError: Engine core initialization failed") or argparse's `error:` line."""
     for line in text.splitlines():
         m = _PREFIX.match(line)
-        msg = line[m.end():] if m else line
-        msg = msg.strip()
+        msg = (line[m.end():] if m else line).strip()
         if _ERROR.match(msg):
-            last = msg
-    return last
+            return msg
+    return None
 
 
 @dataclass(frozen=True)

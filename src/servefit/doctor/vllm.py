@@ -49,6 +49,11 @@ def _engine_config(m: re.Match[str]) -> Event:
     return out
 
 
+def _value_error(m: re.Match[str]) -> Event:
+    """The validator's message without pydantic's input dump."""
+    return {"error": "arg_error", "text": f"Value error, {m.group('message').strip()}"}
+
+
 RULES: tuple[Rule, ...] = (
     # entrypoints/common/startup.py:log_version_and_model (logo: "█ ▀▄▀ █  version X");
     # 0.10-0.2x api_server.py "vLLM API server version X"; NGC banner "vLLM Version X"
@@ -249,6 +254,28 @@ RULES: tuple[Rule, ...] = (
         "vllm/v1/metrics/loggers.py:LoggingStatLogger.log",
     ),
     # --- failures ---------------------------------------------------------------------------
+    # argparse's "{prog}: error: {message}" (vllm/utils/argparse_utils.py:FlexibleArgumentParser
+    # is an ArgumentParser; prog "vllm" for `vllm serve`, "api_server.py" for the module), e.g.
+    # "vllm: error: unrecognized arguments: --no-such-flag": printed before any engine line
+    rule(
+        ("vllm: error: ", "vllm serve: error: ", "api_server.py: error: "),
+        r"^(?:vllm(?: serve)?|api_server\.py): error: (?P<message>.+)",
+        "error",
+        V,
+        "vllm/utils/argparse_utils.py:FlexibleArgumentParser (argparse ArgumentParser.error)",
+        whole_line(error="arg_error"),
+    ),
+    # a config the engine refuses: pydantic's "Value error, {message} [type=value_error, ...]"
+    # under "ValidationError: 1 validation error for VllmConfig" (vllm/config/vllm.py:VllmConfig
+    # validators, e.g. "--mamba-block-size can only be set with --enable-prefix-caching")
+    rule(
+        "Value error, ",
+        r"Value error, (?P<message>.+?)(?: \[type=value_error\b.*)?$",
+        "error",
+        V,
+        "vllm/config/vllm.py:VllmConfig (pydantic validators)",
+        _value_error,
+    ),
     rule(
         "To serve at least one request with the",
         r"To serve at least one request with the models?'?s max seq len \((?P<max_model_len>\d+)\)",
