@@ -33,10 +33,27 @@ import types
 from pathlib import Path
 from typing import Any
 
-RELEASES = (
-    "0.5.9 0.5.10 0.5.10.post1 0.5.11 0.5.12 0.5.12.post1 0.5.13 0.5.13.post1 0.5.14 0.5.15 "
-    "0.5.15.post1 0.5.16 0.5.17 0.5.18 0.5.19 0.5.20 0.5.21 0.5.22 0.5.23"
-).split()
+RELEASES = [
+    "0.5.9",
+    "0.5.10",
+    "0.5.10.post1",
+    "0.5.11",
+    "0.5.12",
+    "0.5.12.post1",
+    "0.5.13",
+    "0.5.13.post1",
+    "0.5.14",
+    "0.5.15",
+    "0.5.15.post1",
+    "0.5.16",
+    "0.5.17",
+    "0.5.18",
+    "0.5.19",
+    "0.5.20",
+    "0.5.21",
+    "0.5.22",
+    "0.5.23",
+]
 
 # The seed: Qwen3.6-27B (bf16 config) on 2x RTX A6000, TP 2, 32K context.
 CONFIG = "src/servefit/catalog/data/Qwen__Qwen3.6-27B.DERIVED-from-nvidia-NVFP4.json"
@@ -64,17 +81,33 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 # --mamba-scheduler-strategy (<= 0.5.13) became --mamba-radix-cache-strategy (0.5.14).
 STRATEGY_FIELDS = ("mamba_radix_cache_strategy", "mamba_scheduler_strategy")
 RESOLVED = (
-    "mem_fraction_static", "max_running_requests", "chunked_prefill_size", "cuda_graph_max_bs",
-    "disable_radix_cache", "disable_overlap_schedule", "mamba_scheduler_strategy",
-    "mamba_radix_cache_strategy", "attention_backend", "page_size", "speculative_algorithm",
-    "speculative_num_draft_tokens", "disable_piecewise_cuda_graph",
+    "mem_fraction_static",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "cuda_graph_max_bs",
+    "disable_radix_cache",
+    "disable_overlap_schedule",
+    "mamba_scheduler_strategy",
+    "mamba_radix_cache_strategy",
+    "attention_backend",
+    "page_size",
+    "speculative_algorithm",
+    "speculative_num_draft_tokens",
+    "disable_piecewise_cuda_graph",
 )
 
 # ---------------------------------------------------------------- CPU stand-ins for the GPU
 
 STUB_PACKAGES = (
-    "sgl_kernel", "flashinfer", "deep_gemm", "sgl_kernel_npu", "aiter", "cutlass", "quack",
-    "tilelang", "mooncake",
+    "sgl_kernel",
+    "flashinfer",
+    "deep_gemm",
+    "sgl_kernel_npu",
+    "aiter",
+    "cutlass",
+    "quack",
+    "tilelang",
+    "mooncake",
 )
 
 
@@ -133,7 +166,10 @@ def _install_gpu_stubs() -> None:
     import torchvision  # noqa: F401  (imported before the CUDA stand-ins below)
 
     props = types.SimpleNamespace(
-        name="NVIDIA RTX A6000", major=SM[0], minor=SM[1], total_memory=GPU_MIB << 20,
+        name="NVIDIA RTX A6000",
+        major=SM[0],
+        minor=SM[1],
+        total_memory=GPU_MIB << 20,
         multi_processor_count=84,
     )
     torch.cuda.get_device_capability = lambda *a, **k: SM
@@ -158,11 +194,19 @@ AVAIL_GIB = [PRE_LOAD_FREE_GIB]  # what get_available_gpu_memory answers; set pe
 def _patch_engine_modules() -> None:
     """The engine's platform and memory queries, answered for an A6000 pair."""
     answers: dict[str, Any] = {
-        "is_cuda": lambda: True, "is_cuda_alike": lambda: True, "is_hip": lambda: False,
-        "is_npu": lambda: False, "is_cpu": lambda: False, "is_mps": lambda: False,
-        "is_xpu": lambda: False, "is_musa": lambda: False, "is_hpu": lambda: False,
-        "is_sm100_supported": lambda *a, **k: False, "is_sm90_supported": lambda *a, **k: False,
-        "is_sm120_supported": lambda *a, **k: False, "is_blackwell": lambda: False,
+        "is_cuda": lambda: True,
+        "is_cuda_alike": lambda: True,
+        "is_hip": lambda: False,
+        "is_npu": lambda: False,
+        "is_cpu": lambda: False,
+        "is_mps": lambda: False,
+        "is_xpu": lambda: False,
+        "is_musa": lambda: False,
+        "is_hpu": lambda: False,
+        "is_sm100_supported": lambda *a, **k: False,
+        "is_sm90_supported": lambda *a, **k: False,
+        "is_sm120_supported": lambda *a, **k: False,
+        "is_blackwell": lambda: False,
         "is_blackwell_supported": lambda *a, **k: False,
         "get_device_memory_capacity": lambda *a, **k: GPU_MIB,
         "get_nvgpu_memory_capacity": lambda *a, **k: GPU_MIB,
@@ -195,8 +239,8 @@ class _Records(logging.Handler):
 def _resolve(sa: Any, model_dir: str, extra: dict[str, Any]) -> Any:
     extra = dict(extra)
     if "@strategy" in extra:
-        fields = sa.ServerArgs.__dataclass_fields__
-        extra[next(f for f in STRATEGY_FIELDS if f in fields)] = extra.pop("@strategy")
+        field = next(f for f in STRATEGY_FIELDS if hasattr(sa.ServerArgs, f))
+        extra[field] = extra.pop("@strategy")
     args = dict(model_path=model_dir, tp_size=2, context_length=32768, device="cuda", **extra)
     s = sa.ServerArgs(**args)
     if hasattr(s, "resolve_once"):  # 0.5.19+: construction leaves the record unresolved
@@ -229,9 +273,11 @@ def run_release(version: str, model_dir: str) -> dict[str, Any]:
             s = _resolve(sa, model_dir, extra)
             view = _view(s)
             row["resolved"] = {k: getattr(view, k) for k in RESOLVED if hasattr(view, k)}
-        except Exception as exc:  # the release's own rejection, kept verbatim
+        except (RuntimeError, ValueError, AssertionError) as exc:  # the release's own rejection
             row["error"] = f"{type(exc).__name__}: {exc}"
-        if "error" not in row:
+        except Exception as exc:  # the harness missed something: not engine output
+            row["harness_error"] = f"{type(exc).__name__}: {exc}"
+        if "error" not in row and "harness_error" not in row:
             try:
                 _patch_engine_modules()
                 row["sizing"] = size(version, s, _view(s))
@@ -254,6 +300,9 @@ def main() -> None:
     ap.add_argument("--wheels", default="/work/cache/wheels/sglang")
     ap.add_argument("--release", help="run one release in this process and print its JSON")
     ap.add_argument("--out", help="write all releases to this JSON file")
+    ap.add_argument(
+        "--only", help="comma-separated releases to recompute, merged into an existing --out"
+    )
     ns = ap.parse_args()
     root = Path(__file__).resolve().parent.parent
     if ns.release:
@@ -265,17 +314,31 @@ def main() -> None:
         return
     result: dict[str, Any] = {
         "inputs": {
-            "config": CONFIG, "gpu_mib": GPU_MIB, "sm": SM, "tp_size": 2, "context_length": 32768,
-            "pre_load_free_gib": PRE_LOAD_FREE_GIB, "weights_gib": WEIGHTS_GIB,
-            "draft_weights_gib": DRAFT_WEIGHTS_GIB, "scenarios": SCENARIOS,
+            "config": CONFIG,
+            "gpu_mib": GPU_MIB,
+            "sm": SM,
+            "tp_size": 2,
+            "context_length": 32768,
+            "pre_load_free_gib": PRE_LOAD_FREE_GIB,
+            "weights_gib": WEIGHTS_GIB,
+            "draft_weights_gib": DRAFT_WEIGHTS_GIB,
+            "scenarios": SCENARIOS,
         },
         "releases": {},
     }
-    for version in RELEASES:
+    releases = RELEASES
+    if ns.only:
+        releases = [v for v in RELEASES if v in ns.only.split(",")]
+        if ns.out and Path(ns.out).exists():
+            result["releases"] = json.loads(Path(ns.out).read_text())["releases"]
+    for version in releases:
         env = dict(os.environ, PYTHONPATH=f"{ns.wheels}/{version}", PYTHONWARNINGS="ignore")
         proc = subprocess.run(
             [sys.executable, __file__, "--release", version, "--wheels", ns.wheels],
-            capture_output=True, text=True, env=env, check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
         )
         last = proc.stdout.strip().splitlines()[-1:] or [""]
         try:

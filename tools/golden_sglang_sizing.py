@@ -7,6 +7,7 @@ the release reads while sizing, with the value a TP 2, PP 1, DP 1 start on one n
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from types import SimpleNamespace
 from typing import Any
@@ -30,7 +31,11 @@ def _avail_gib(version: str, spec: bool) -> float:
 
 def _patch(name: str, value: Any) -> None:
     for mod_name, module in list(sys.modules.items()):
-        if mod_name.startswith("sglang") and module is not None and callable(getattr(module, name, None)):
+        if (
+            mod_name.startswith("sglang")
+            and module is not None
+            and callable(getattr(module, name, None))
+        ):
             setattr(module, name, value)
 
 
@@ -69,10 +74,9 @@ def _common(obj: Any, s: Any, mc: Any, view: Any) -> None:
         "spec_algorithm": SpeculativeAlgorithm.from_string(view.speculative_algorithm),
     }
     for key, value in values.items():
-        try:
+        # a slotted configurator has no such field in this release
+        with contextlib.suppress(AttributeError):
             setattr(obj, key, value)
-        except AttributeError:  # a slotted configurator has no such field in this release
-            pass
 
 
 def _model_config(s: Any) -> Any:
@@ -101,16 +105,32 @@ _KEEP: list[Any] = []  # open override scopes, alive for the whole run
 def _parallel_overrides() -> None:
     """The TP 2 topology a scheduler process would have written (runtime_context.py:
     ParallelContext.override); the release rejects names it does not know, so each is tried."""
-    import contextlib
-
     from sglang.srt.runtime_context import get_parallel
 
     group = SimpleNamespace(world_size=2, cpu_group=None, rank_in_group=0, device_group=None)
     values = dict(
-        tp_size=2, tp_rank=0, attn_tp_size=2, attn_tp_rank=0, attn_dp_size=1, attn_dp_rank=0,
-        pp_size=1, pp_rank=0, dp_size=1, dp_rank=0, attn_cp_size=1, attn_cp_rank=0,
-        attn_dcp_size=1, attn_dcp_rank=0, moe_ep_size=1, moe_tp_size=2, moe_dp_size=1,
-        world_size=2, launch_world_size=2, world_group=group, tp_group=group, attn_tp_group=group,
+        tp_size=2,
+        tp_rank=0,
+        attn_tp_size=2,
+        attn_tp_rank=0,
+        attn_dp_size=1,
+        attn_dp_rank=0,
+        pp_size=1,
+        pp_rank=0,
+        dp_size=1,
+        dp_rank=0,
+        attn_cp_size=1,
+        attn_cp_rank=0,
+        attn_dcp_size=1,
+        attn_dcp_rank=0,
+        moe_ep_size=1,
+        moe_tp_size=2,
+        moe_dp_size=1,
+        world_size=2,
+        launch_world_size=2,
+        world_group=group,
+        tp_group=group,
+        attn_tp_group=group,
         pp_group=SimpleNamespace(world_size=1, cpu_group=None, rank_in_group=0),
     )
     parallel = get_parallel()
@@ -150,18 +170,34 @@ def _configurator_config(version: str, s: Any, view: Any) -> Any:
     algo = SpeculativeAlgorithm.from_string(view.speculative_algorithm)
     n = mc.num_hidden_layers
     kwargs = dict(
-        device="cuda", gpu_id=0, attn_dp_size=1, pp_size=1, pp_group=None, model=None,
-        model_config=mc, server_args=s, kv_cache_dtype=torch.bfloat16,
-        kv_cache_dtype_str="auto", model_dtype=torch.bfloat16, page_size=view.page_size,
-        sliding_window_size=None, spec_algorithm=algo, is_draft_worker=False,
+        device="cuda",
+        gpu_id=0,
+        attn_dp_size=1,
+        pp_size=1,
+        pp_group=None,
+        model=None,
+        model_config=mc,
+        server_args=s,
+        kv_cache_dtype=torch.bfloat16,
+        kv_cache_dtype_str="auto",
+        model_dtype=torch.bfloat16,
+        page_size=view.page_size,
+        sliding_window_size=None,
+        spec_algorithm=algo,
+        is_draft_worker=False,
         post_capture_kv_active=False,
         spec_aux_config=resolve_spec_aux_hidden_state_config(
             server_args=s, model_config=mc, spec_algorithm=algo, is_draft_worker=False
         ),
-        is_hybrid_swa=False, is_hybrid_swa_compress=False, use_mla_backend=False,
+        is_hybrid_swa=False,
+        is_hybrid_swa_compress=False,
+        use_mla_backend=False,
         layer_info=ModelLayerInfo(start_layer=0, end_layer=n, num_effective_layers=n),
-        forward_stream=None, req_to_token_pool=None, token_to_kv_pool_allocator=None,
-        memory_pool_config=None, draft_model_idx=None,
+        forward_stream=None,
+        req_to_token_pool=None,
+        token_to_kv_pool_allocator=None,
+        memory_pool_config=None,
+        draft_model_idx=None,
         ps=SimpleNamespace(attn_dp_size=1, pp_size=1, tp_size=2, attn_tp_size=2, dp_size=1),
     )
     names = {f.name for f in dataclasses.fields(kvc.KVCacheConfigurator) if f.init}
@@ -181,10 +217,8 @@ def size(version: str, s: Any, view: Any) -> dict[str, Any] | None:
     else:
         obj, config = _configurator_config(version, s, view)
     ratio = obj._calculate_mamba_ratio()
-    from sglang.srt.model_executor.pool_configurator import create_memory_pool_configurator
-
     return {
-        "kv_cell_bytes": create_memory_pool_configurator(obj)._cell_size,
+        "kv_cell_bytes": _cell_size(obj),
         "mamba_cache_per_req": obj.mambaish_config.mamba2_cache_params.mamba_cache_per_req,
         "avail_gib": g.AVAIL_GIB[0],
         "max_total_num_tokens": config.max_total_num_tokens,
@@ -200,3 +234,13 @@ def _mamba_cache_size(version: str, s: Any) -> Any:
 
         return get_schedule().max_mamba_cache_size
     return s.max_mamba_cache_size
+
+
+def _cell_size(obj: Any) -> int | None:
+    """pool_configurator.py:DefaultPoolConfigurator._cell_size (0.5.11+); 0.5.10 computes it
+    inside profile_max_num_token and keeps no copy."""
+    try:
+        from sglang.srt.model_executor.pool_configurator import create_memory_pool_configurator
+    except ImportError:
+        return None
+    return create_memory_pool_configurator(obj)._cell_size
