@@ -85,8 +85,8 @@ def test_no_test_refers_to_a_folder_beside_the_checkout():
 
 
 # Suites that test the whole tool rather than one package: tests/engine/ runs servefit against
-# real engines (pytest -m engine).
-WHOLE_TOOL = {Path("engine")}
+# real engines (pytest -m engine); tests/tools/ tests the repository's tools/ scripts.
+WHOLE_TOOL = {Path("engine"), Path("tools")}
 
 
 def test_test_folders_mirror_the_package():
