@@ -217,13 +217,19 @@ def definition(site: Site, nodes: list[ast.AST]) -> Definition:
 
 
 def _dict_values(node: ast.AST, key: str) -> list[ast.AST]:
+    """The value of entry `key` of a dict constant, or the element `key` of a list / set / tuple
+    constant (frozenset({...}) included): what a release says about one architecture."""
     value = getattr(node, "value", None)
-    if not isinstance(value, ast.Dict):
-        return []
-    return [
-        v for k, v in zip(value.keys, value.values, strict=True)
-        if isinstance(k, ast.Constant) and k.value == key
-    ]  # fmt: skip
+    if isinstance(value, ast.Call) and len(value.args) == 1:
+        value = value.args[0]
+    if isinstance(value, ast.Dict):
+        return [
+            v for k, v in zip(value.keys, value.values, strict=True)
+            if isinstance(k, ast.Constant) and k.value == key
+        ]  # fmt: skip
+    if isinstance(value, (ast.List, ast.Set, ast.Tuple)):
+        return [e for e in value.elts if isinstance(e, ast.Constant) and e.value == key]
+    return []
 
 
 class ModuleIndex:
@@ -411,6 +417,7 @@ class Mirrored:
     refs: list[str] = field(default_factory=list)
     claimed: set[str] = field(default_factory=set)
     key: str = ""  # where it lives in the newest release defining it (set by `observe`)
+    optional: bool = False  # an architecture's entry: no release need have it
 
     @property
     def label(self) -> str:
@@ -473,16 +480,27 @@ def catalogue(
     universe: frozenset[str],
     cited: Iterable[Citation],
     lineage: Iterable[Lineage],
+    narrowed: Iterable[str] = (),
+    architectures: Iterable[str] = (),
 ) -> tuple[list[Mirrored], list[Citation]]:
     """The mirrored functions of one engine, and the citations naming no file of any release.
 
-    `universe` is every source file of any release of the engine."""
+    `universe` is every source file of any release of the engine; a citation of one of the
+    `narrowed` tables of architectures stands for its entries for `architectures`."""
+    narrowed, architectures = set(narrowed), tuple(architectures)
     items = [
         Mirrored(engine, [Site.parse(s) for s in entry.sites], PLAN, [],
                  [entry.ref] if entry.ref else [], set(entry.claimed))
         for entry in lineage
         if entry.engine == engine
     ]  # fmt: skip
+    for table in sorted(narrowed):
+        path, _, qualname = table.partition(":")
+        if path.startswith(engine + "/"):
+            items += [
+                Mirrored(engine, [Site(path, f"{qualname}[{arch}]")], PLAN, optional=True)
+                for arch in architectures
+            ]
     unresolved = []
     for cite in cited:
         if cite.engine not in (engine, None):
@@ -498,159 +516,30 @@ def catalogue(
                 unresolved.append(cite)
             continue
         sites = [Site(p, qualname) for p in paths]
-        item = next(
-            (it for it in items if any(_same_function(a, b) for a in it.sites for b in sites)),
-            None,
-        )
-        if item is None:
-            item = Mirrored(engine, sites, cite.role)
-            items.append(item)
-        item.cites.append(cite)
-        if cite.role == PLAN:
-            item.role = PLAN
+        if any(str(site) in narrowed for site in sites):
+            # A table of architectures: followed entry by entry, for the audited ones.
+            for arch in architectures:
+                _attach(items, engine, [Site(p, f"{qualname}[{arch}]") for p in paths], cite,
+                        optional=True)  # fmt: skip
+            continue
+        _attach(items, engine, sites, cite)
     return items, unresolved
 
 
-# ---------------------------------------------------------------------------------------------
-# The tables: functions the reference pages name, judgements, the pages' own groups
-
-_SG = "sglang/srt/"
-_SG_MIXIN = _SG + "model_executor/model_runner_kv_cache_mixin.py:ModelRunnerKVCacheMixin."
-_SG_CONF = _SG + "mem_cache/kv_cache_configurator.py:KVCacheConfigurator."
-_SG_ARGS = _SG + "server_args.py:ServerArgs."
-
-
-def _sg(sites: tuple[str, ...], ref: str, *claimed: str) -> Lineage:
-    return Lineage("sglang", sites, "sglang-releases.md " + ref, claimed)
-
-
-# sglang-releases.md: the break points, newest home first.
-SGLANG_LINEAGE = (
-    _sg((_SG + "arg_groups/model_hook.py:handle_mamba_radix_cache",
-         _SG_ARGS + "_handle_mamba_radix_cache"), "0.5.10, 0.5.14", "0.5.10", "0.5.14"),
-    _sg((_SG + "arg_groups/overrides.py:supports_mamba_cache_extra_buffer",
-         _SG_ARGS + "_support_mamba_cache_extra_buffer"), "0.5.14", "0.5.14"),
-    _sg((_SG + "arg_groups/mamba_hook.py:validate_mamba_no_buffer",
-         _SG_ARGS + "_validate_mamba_no_buffer"), "0.5.14"),
-    _sg((_SG + "arg_groups/mamba_hook.py:validate_mamba_extra_buffer",
-         _SG_ARGS + "_validate_mamba_extra_buffer"), "0.5.14"),
-    _sg((_SG + "arg_groups/memory_hook.py:handle_gpu_memory_settings",
-         _SG_ARGS + "_handle_gpu_memory_settings"),
-        "0.5.10, 0.5.14, 0.5.20, 0.5.22", "0.5.10", "0.5.14", "0.5.20", "0.5.22"),
-    _sg((_SG + "arg_groups/memory_hook.py:reserve_for_graph_mb",
-         _SG_ARGS + "reserve_for_graph_mb"), "0.5.16", "0.5.16"),
-    _sg((_SG_ARGS + "_handle_piecewise_cuda_graph",), "0.5.10", "0.5.10"),
-    _sg((_SG_CONF + "_calculate_mamba_ratio", _SG_MIXIN + "_calculate_mamba_ratio"),
-        "0.5.10", "0.5.10"),
-    _sg((_SG_CONF + "resolve_max_num_reqs", _SG_MIXIN + "_resolve_max_num_reqs"),
-        "0.5.10, 0.5.14", "0.5.10", "0.5.14"),
-    _sg((_SG + "configs/nemotron_h.py:NemotronHConfig._resolve_layers_block_type",),
-        "0.5.10", "0.5.10"),
-    _sg((_SG + "models/lfm2_vl.py:EntryClass",), "0.5.10", "0.5.10"),
-    _sg((_SG + "configs/lfm2_vl.py:Lfm2VlConfig",), "0.5.10", "0.5.10"),
-    _sg((_SG + "mem_cache/memory_pool.py:ReqToTokenPool.__init__",), "0.5.11", "0.5.11"),
-    _sg((_SG + "environ.py:Envs.SGLANG_ENABLE_SPEC_V2",), "0.5.11", "0.5.11"),
-    _sg((_SG_CONF + "_handle_max_mamba_cache", _SG_MIXIN + "handle_max_mamba_cache"),
-        "0.5.13, 0.5.17, 0.5.23", "0.5.13", "0.5.17", "0.5.23"),
-    _sg((_SG + "arg_groups/speculative_hook.py:handle_speculative_decoding",
-         _SG_ARGS + "_handle_speculative_decoding"), "0.5.13"),
-    _sg((_SG + "managers/scheduler.py:Scheduler.init_model_worker",), "0.5.14", "0.5.14"),
-    _sg((_SG + "mem_cache/memory_pool.py:MambaPool.__init__",), "0.5.14", "0.5.14"),
-    _sg((_SG + "model_executor/cuda_graph_config.py:default_cuda_graph_config",),
-        "0.5.15", "0.5.15"),
-    _sg((_SG + "configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs",),
-        "0.5.16", "0.5.16"),
-    _sg((_SG + "configs/hybrid_arch.py:kimi_linear_config",
-         _SG + "model_executor/model_runner.py:ModelRunner.kimi_linear_config"),
-        "0.5.17", "0.5.17"),
-    _sg((_SG + "models/kimi_k3.py:EntryClass",), "0.5.17", "0.5.17"),
-    _sg((_SG + "configs/kimi_k3.py:KimiK3Config",), "0.5.17", "0.5.17"),
-    _sg((_SG_CONF + "_profile_available_bytes", _SG_MIXIN + "_profile_available_bytes",
-         _SG_MIXIN + "profile_max_num_token"), "0.5.18", "0.5.18"),
-    _sg((_SG + "configs/mamba_utils.py:mamba2_state_dtype",), STABLE),
-    _sg((_SG + "configs/mamba_utils.py:Mamba2StateShape.create",), STABLE),
-    _sg((_SG + "configs/mamba_utils.py:BaseLinearStateParams.mamba_cache_per_req",), STABLE),
-    _sg((_SG + "configs/qwen3_next.py:Qwen3NextConfig.mamba2_cache_params",), STABLE),
-)  # fmt: skip
-
-_VL = "vllm/"
-_VL_ARGS = _VL + "engine/arg_utils.py:EngineArgs."
-_VL_MODELS = _VL + "model_executor/models/"
-_VL_MAMBA = _VL + "model_executor/layers/mamba/mamba_utils.py:"
-_VL_KV = _VL + "v1/core/kv_cache_planning.py:", _VL + "v1/core/kv_cache_utils.py:"
-
-
-def _vl(sites: tuple[str, ...], ref: str, *claimed: str) -> Lineage:
-    return Lineage("vllm", sites, "vllm-releases.md " + ref, claimed)
-
-
-def _kv(name: str) -> tuple[str, ...]:
-    """kv_cache_utils.py functions, also in kv_cache_planning.py from 0.33.0."""
-    return tuple(prefix + name for prefix in _VL_KV)
-
-
-# vllm-releases.md: the D-table (id, the releases where its state changes), newest home first.
-VLLM_LINEAGE = (
-    _vl((_VL_ARGS + "_is_v1_supported_oracle",), "D1", "0.10.2"),
-    _vl((_VL_MODELS + "registry.py:_MULTIMODAL_MODELS[Qwen3_5ForConditionalGeneration]",),
-        "D2", "0.17.0"),
-    _vl((_VL_MODELS + "registry.py:_TEXT_GENERATION_MODELS[Qwen3_5ForCausalLM]",), "D2"),
-    _vl((_VL_MAMBA + "MambaStateDtypeCalculator.gated_delta_net_state_dtype",),
-        "D3", "0.10.2", "0.17.0"),
-    _vl((_VL_MODELS + "config.py:MODELS_CONFIG_MAP[Qwen3_5ForConditionalGeneration]",),
-        "D3", "0.17.0"),
-    _vl((_VL_MODELS + "config.py:MODELS_CONFIG_MAP[Qwen3_5ForCausalLM]",), "D3", "0.27.0"),
-    _vl((_VL_MODELS + "config.py:Qwen3_5ForConditionalGenerationConfig.verify_and_update_config",),
-        "D3"),
-    _vl((_VL_ARGS + "_set_default_chunked_prefill_and_prefix_caching_args",
-         _VL_ARGS + "_set_default_args", _VL_ARGS + "_set_default_args_v1"),
-        "D4", "0.10.2", "0.28.0"),
-    _vl((_VL + "config/model.py:ModelConfig.is_prefix_caching_supported",), "D4"),
-    _vl((_VL_MODELS + "config.py:MambaModelConfig.verify_and_update_config",),
-        "D5", "0.11.1", "0.15.0", "0.20.0", "0.22.0", "0.28.0", "0.32.0"),
-    _vl((_VL + "config/cache.py:MambaCacheMode",), "D5", "0.15.0", "0.32.0"),
-    _vl((_VL + "v1/kv_cache_interface.py:MambaSpec.max_memory_usage_bytes",),
-        "D6", "0.11.1", "0.15.0", "0.22.0", "0.29.0", "0.32.0"),
-    _vl((_VL_MODELS + "config.py:HybridAttentionMambaModelConfig.verify_and_update_config",),
-        "D7", "0.11.1", "0.18.0"),
-    _vl((_VL + "platforms/interface.py:Platform.update_block_size_for_backend",),
-        "D7", "0.18.0", "0.20.0"),
-    _vl((_VL + "platforms/interface.py:Platform._align_hybrid_block_size",),
-        "D7", "0.20.0", "0.27.0", "0.32.0", "0.33.0"),
-    _vl((_VL_MODELS.replace("models/", "") + "layers/mamba/gdn/qwen_gdn_linear_attn.py:"
-         "_resolve_gdn_prefill_backend",), "D8", "0.33.0"),
-    _vl(_kv("_get_kv_cache_groups_uniform_page_size"), "D9", "0.12.0", "0.18.0", "0.27.0"),
-    _vl(_kv("check_enough_kv_cache_memory"), "D10", "0.29.0"),
-    _vl(_kv("_report_kv_cache_config"), "D11", "0.20.1"),
-    _vl(_kv("get_kv_cache_capacity"), "D11"),
-    _vl(_kv("update_kv_cache_capacity"), "D12", "0.28.0"),
-    _vl((_VL + "config/compilation.py:CompilationConfig.adjust_cudagraph_sizes_for_mamba_cache",),
-        "D13", "0.18.0", "0.20.0"),
-    _vl((_VL_ARGS + "get_batch_defaults",), "D14", "0.28.0", "0.33.0"),
-    _vl((_VL + "config/cache.py:CacheConfig.gpu_memory_utilization",), "D15", "0.20.0"),
-    _vl((_VL + "v1/worker/gpu_worker.py:Worker.determine_available_memory",),
-        "D15, D16", "0.18.0", "0.20.0", "0.27.0"),
-    _vl((_VL_MAMBA + "MambaStateShapeCalculator.mamba2_state_shape",), "D17"),
-    _vl((_VL_MAMBA + "MambaStateShapeCalculator.kda_state_shape",), "D18", "0.11.1", "0.27.0"),
-    _vl((_VL_MAMBA + "MambaStateDtypeCalculator.kda_state_dtype",), "D18", "0.11.1", "0.30.0"),
-    _vl((_VL + "config/vllm.py:VllmConfig.use_v2_model_runner",), "D19", "0.29.0"),
-)  # fmt: skip
-
-LINEAGE: tuple[Lineage, ...] = SGLANG_LINEAGE + VLLM_LINEAGE
-
-# Release pairs that size alike although mirrored functions changed: the reason, and the
-# functions the judgement reviewed ("*": every change of the release).
-EQUIVALENT: tuple[Equivalent, ...] = ()
-
-# The groups sglang-releases.md gives ("Groups that size alike"); vllm-releases.md gives none,
-# its groups are implied by the releases its D-table names.
-REFERENCE_GROUPS: dict[str, list[list[str]]] = {
-    "sglang": [
-        ["0.5.9"], ["0.5.10", "0.5.10.post1"], ["0.5.11", "0.5.12", "0.5.12.post1"],
-        ["0.5.13", "0.5.13.post1"], ["0.5.14"], ["0.5.15", "0.5.15.post1"], ["0.5.16"],
-        ["0.5.17"], ["0.5.18", "0.5.19"], ["0.5.20", "0.5.21"], ["0.5.22", "0.5.23"],
-    ],
-}  # fmt: skip
+def _attach(
+    items: list[Mirrored], engine: str, sites: list[Site], cite: Citation, optional: bool = False
+) -> None:
+    """Add the citation to the mirrored function it names, new or known."""
+    item = next(
+        (it for it in items if any(_same_function(a, b) for a in it.sites for b in sites)),
+        None,
+    )
+    if item is None:
+        item = Mirrored(engine, sites, cite.role, optional=optional)
+        items.append(item)
+    item.cites.append(cite)
+    if cite.role == PLAN:
+        item.role = PLAN
 
 
 # ---------------------------------------------------------------------------------------------
@@ -728,7 +617,9 @@ def observe(
     trees: Iterable[ReleaseTree],
     items: list[Mirrored],
     unresolved: list[Citation],
+    not_sizing: Iterable[str] = (),
 ) -> Observed:
+    not_sizing = set(not_sizing)
     found: list[list[Definition | None]] = [[] for _ in items]
     notes: list[str] = []
     for tree in trees:
@@ -744,6 +635,8 @@ def observe(
     keep_items, keep_found = [], []
     for item, row in zip(items, found, strict=True):
         if not any(row):
+            if item.optional:
+                continue
             if item.refs:
                 notes.append(f"{item.label} ({', '.join(item.refs)}) is in no release")
             else:
@@ -761,6 +654,9 @@ def observe(
         merged[signature] = len(keep_items)
         keep_items.append(item)
         keep_found.append(row)
+    for item in keep_items:
+        if item.key in not_sizing:
+            item.role = RUNTIME
     return Observed(engine, versions, keep_items, keep_found, notes, unresolved)
 
 
@@ -964,6 +860,296 @@ def implied_groups(versions: tuple[str, ...], boundaries: set[str]) -> list[list
 
 
 # ---------------------------------------------------------------------------------------------
+# The tables: functions the reference pages name, judgements, the pages' own groups
+
+_SG = "sglang/srt/"
+_SG_MIXIN = _SG + "model_executor/model_runner_kv_cache_mixin.py:ModelRunnerKVCacheMixin."
+_SG_CONF = _SG + "mem_cache/kv_cache_configurator.py:KVCacheConfigurator."
+_SG_ARGS = _SG + "server_args.py:ServerArgs."
+
+
+def _sg(sites: tuple[str, ...], ref: str, *claimed: str) -> Lineage:
+    return Lineage("sglang", sites, "sglang-releases.md " + ref, claimed)
+
+
+# sglang-releases.md: the break points, newest home first.
+SGLANG_LINEAGE = (
+    _sg((_SG + "arg_groups/model_hook.py:handle_mamba_radix_cache",
+         _SG_ARGS + "_handle_mamba_radix_cache"), "0.5.10, 0.5.14", "0.5.10", "0.5.14"),
+    _sg((_SG + "arg_groups/overrides.py:supports_mamba_cache_extra_buffer",
+         _SG_ARGS + "_support_mamba_cache_extra_buffer"), "0.5.14", "0.5.14"),
+    _sg((_SG + "arg_groups/mamba_hook.py:validate_mamba_no_buffer",
+         _SG_ARGS + "_validate_mamba_no_buffer"), "0.5.14"),
+    _sg((_SG + "arg_groups/mamba_hook.py:validate_mamba_extra_buffer",
+         _SG_ARGS + "_validate_mamba_extra_buffer"), "0.5.14"),
+    _sg((_SG + "arg_groups/memory_hook.py:handle_gpu_memory_settings",
+         _SG_ARGS + "_handle_gpu_memory_settings"),
+        "0.5.10, 0.5.14, 0.5.20, 0.5.22", "0.5.10", "0.5.14", "0.5.20", "0.5.22"),
+    _sg((_SG + "arg_groups/memory_hook.py:reserve_for_graph_mb",
+         _SG_ARGS + "reserve_for_graph_mb"), "0.5.16", "0.5.16"),
+    _sg((_SG_ARGS + "_handle_piecewise_cuda_graph",), "0.5.10", "0.5.10"),
+    _sg((_SG_CONF + "_calculate_mamba_ratio", _SG_MIXIN + "_calculate_mamba_ratio"),
+        "0.5.10", "0.5.10"),
+    _sg((_SG_CONF + "resolve_max_num_reqs", _SG_MIXIN + "_resolve_max_num_reqs"),
+        "0.5.10, 0.5.14", "0.5.10", "0.5.14"),
+    _sg((_SG + "configs/nemotron_h.py:NemotronHConfig._resolve_layers_block_type",),
+        "0.5.10", "0.5.10"),
+    _sg((_SG + "models/lfm2_vl.py:EntryClass",), "0.5.10", "0.5.10"),
+    _sg((_SG + "configs/lfm2_vl.py:Lfm2VlConfig",), "0.5.10", "0.5.10"),
+    _sg((_SG + "mem_cache/memory_pool.py:ReqToTokenPool.__init__",), "0.5.11", "0.5.11"),
+    _sg((_SG + "environ.py:Envs.SGLANG_ENABLE_SPEC_V2",), "0.5.11", "0.5.11"),
+    _sg((_SG_CONF + "_handle_max_mamba_cache", _SG_MIXIN + "handle_max_mamba_cache"),
+        "0.5.13, 0.5.17, 0.5.23", "0.5.13", "0.5.17", "0.5.23"),
+    _sg((_SG + "arg_groups/speculative_hook.py:handle_speculative_decoding",
+         _SG_ARGS + "_handle_speculative_decoding"), "0.5.13"),
+    _sg((_SG + "managers/scheduler.py:Scheduler.init_model_worker",), "0.5.14", "0.5.14"),
+    _sg((_SG + "mem_cache/memory_pool.py:MambaPool.__init__",), "0.5.14", "0.5.14"),
+    _sg((_SG + "model_executor/cuda_graph_config.py:default_prefill_backend",),
+        "0.5.15", "0.5.15"),
+    _sg((_SG + "configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs",),
+        "0.5.16", "0.5.16"),
+    _sg((_SG + "configs/hybrid_arch.py:kimi_linear_config",
+         _SG + "model_executor/model_runner.py:ModelRunner.kimi_linear_config"),
+        "0.5.17", "0.5.17"),
+    _sg((_SG + "models/kimi_k3.py:EntryClass",), "0.5.17", "0.5.17"),
+    _sg((_SG + "configs/kimi_k3.py:KimiK3Config",), "0.5.17", "0.5.17"),
+    _sg((_SG_CONF + "_profile_available_bytes", _SG_MIXIN + "_profile_available_bytes",
+         _SG_MIXIN + "profile_max_num_token"), "0.5.18", "0.5.18"),
+    _sg((_SG + "configs/mamba_utils.py:mamba2_state_dtype",), STABLE),
+    _sg((_SG + "configs/mamba_utils.py:Mamba2StateShape.create",), STABLE),
+    _sg((_SG + "configs/mamba_utils.py:BaseLinearStateParams.mamba_cache_per_req",), STABLE),
+    _sg((_SG + "configs/qwen3_next.py:Qwen3NextConfig.mamba2_cache_params",), STABLE),
+)  # fmt: skip
+
+_VL = "vllm/"
+_VL_ARGS = _VL + "engine/arg_utils.py:EngineArgs."
+_VL_MODELS = _VL + "model_executor/models/"
+_VL_MAMBA = _VL + "model_executor/layers/mamba/mamba_utils.py:"
+_VL_KV = _VL + "v1/core/kv_cache_planning.py:", _VL + "v1/core/kv_cache_utils.py:"
+
+
+def _vl(sites: tuple[str, ...], ref: str, *claimed: str) -> Lineage:
+    return Lineage("vllm", sites, "vllm-releases.md " + ref, claimed)
+
+
+def _kv(name: str) -> tuple[str, ...]:
+    """kv_cache_utils.py functions, also in kv_cache_planning.py from 0.33.0."""
+    return tuple(prefix + name for prefix in _VL_KV)
+
+
+# vllm-releases.md: the D-table (id, the releases where its state changes), newest home first.
+VLLM_LINEAGE = (
+    _vl((_VL_ARGS + "_is_v1_supported_oracle",), "D1", "0.10.2"),
+    _vl((_VL_MODELS + "registry.py:_MULTIMODAL_MODELS[Qwen3_5ForConditionalGeneration]",),
+        "D2", "0.17.0"),
+    _vl((_VL_MODELS + "registry.py:_TEXT_GENERATION_MODELS[Qwen3_5ForCausalLM]",), "D2"),
+    _vl((_VL_MAMBA + "MambaStateDtypeCalculator.gated_delta_net_state_dtype",),
+        "D3", "0.10.2", "0.17.0"),
+    _vl((_VL_MODELS + "config.py:MODELS_CONFIG_MAP[Qwen3_5ForConditionalGeneration]",),
+        "D3", "0.17.0"),
+    _vl((_VL_MODELS + "config.py:MODELS_CONFIG_MAP[Qwen3_5ForCausalLM]",), "D3", "0.27.0"),
+    _vl((_VL_MODELS + "config.py:Qwen3_5ForConditionalGenerationConfig.verify_and_update_config",),
+        "D3"),
+    _vl((_VL_ARGS + "_set_default_chunked_prefill_and_prefix_caching_args",
+         _VL_ARGS + "_set_default_args", _VL_ARGS + "_set_default_args_v1"),
+        "D4", "0.10.2", "0.28.0"),
+    _vl((_VL + "config/model.py:ModelConfig.is_prefix_caching_supported",), "D4"),
+    _vl((_VL_MODELS + "config.py:MambaModelConfig.verify_and_update_config",),
+        "D5", "0.11.1", "0.15.0", "0.20.0", "0.22.0", "0.28.0", "0.32.0"),
+    _vl((_VL + "config/cache.py:MambaCacheMode",), "D5", "0.15.0", "0.32.0"),
+    _vl((_VL + "v1/kv_cache_interface.py:MambaSpec.max_memory_usage_bytes",),
+        "D6", "0.11.1", "0.15.0", "0.22.0", "0.29.0", "0.32.0"),
+    _vl((_VL_MODELS + "config.py:HybridAttentionMambaModelConfig.verify_and_update_config",),
+        "D7", "0.11.1", "0.18.0"),
+    _vl((_VL + "platforms/interface.py:Platform.update_block_size_for_backend",),
+        "D7", "0.18.0", "0.20.0"),
+    _vl((_VL + "platforms/interface.py:Platform._align_hybrid_block_size",),
+        "D7", "0.20.0", "0.27.0", "0.32.0", "0.33.0"),
+    _vl((_VL_MODELS.replace("models/", "") + "layers/mamba/gdn/qwen_gdn_linear_attn.py:"
+         "_resolve_gdn_prefill_backend",), "D8", "0.33.0"),
+    _vl(_kv("_get_kv_cache_groups_uniform_page_size"), "D9", "0.12.0", "0.18.0", "0.27.0"),
+    _vl(_kv("check_enough_kv_cache_memory"), "D10", "0.29.0"),
+    _vl(_kv("_report_kv_cache_config"), "D11", "0.20.1"),
+    _vl(_kv("get_kv_cache_capacity"), "D11"),
+    _vl(_kv("update_kv_cache_capacity"), "D12", "0.28.0"),
+    _vl((_VL + "config/compilation.py:CompilationConfig.adjust_cudagraph_sizes_for_mamba_cache",),
+        "D13", "0.18.0", "0.20.0"),
+    _vl((_VL_ARGS + "get_batch_defaults",), "D14", "0.28.0", "0.33.0"),
+    _vl((_VL + "config/cache.py:CacheConfig.gpu_memory_utilization",), "D15", "0.20.0"),
+    _vl((_VL + "v1/worker/gpu_worker.py:Worker.determine_available_memory",),
+        "D15, D16", "0.18.0", "0.20.0", "0.27.0"),
+    _vl((_VL_MAMBA + "MambaStateShapeCalculator.mamba2_state_shape",), "D17"),
+    _vl((_VL_MAMBA + "MambaStateShapeCalculator.kda_state_shape",), "D18", "0.11.1", "0.27.0"),
+    _vl((_VL_MAMBA + "MambaStateDtypeCalculator.kda_state_dtype",), "D18", "0.11.1", "0.30.0"),
+    _vl((_VL + "config/vllm.py:VllmConfig.use_v2_model_runner",), "D19", "0.29.0"),
+    _vl((_VL + "config/vllm.py:VllmConfig._is_default_v2_model_runner_model",), "D19"),
+)  # fmt: skip
+
+LINEAGE: tuple[Lineage, ...] = SGLANG_LINEAGE + VLLM_LINEAGE
+
+# Functions servefit cites from its planning side that do not size anything: their changes are
+# listed with the runtime ones and split no profile. Keyed by path:qualname (newest home).
+_FLAGS = "the release's flags and their defaults: its own flag table (flags_<v>.json) holds them"
+NOT_SIZING: dict[str, str] = {
+    "sglang/srt/server_args.py:ServerArgs": _FLAGS,
+    "vllm/engine/arg_utils.py:EngineArgs": _FLAGS,
+    "vllm/entrypoints/common/cli_args.py:FrontendArgs": _FLAGS,
+    "vllm/utils/argparse_utils.py:FlexibleArgumentParser.parse_args": _FLAGS,
+    "sglang/srt/server_args.py:ServerArgs.__repr__": "how the resolved arguments are printed",
+    "sglang/srt/utils/auth.py:decide_request_auth": "HTTP authentication",
+    "vllm/entrypoints/serve/utils/server_utils.py:AuthenticationMiddleware": "HTTP authentication",
+    "vllm/entrypoints/openai/api_server.py:build_app": "the HTTP app",
+    "vllm/config/model.py:ModelConfig.hf_token": "the Hugging Face token",
+    "vllm/entrypoints/cli/serve.py:run_headless": "multi-node start",
+}
+
+# Tables of architectures (cited by servefit, or deciding something it mirrors): only the entries
+# of the architectures servefit's catalog holds are followed (a release adding some other model
+# changes nothing here).
+NARROWED = (
+    "vllm/model_executor/models/config.py:MODELS_CONFIG_MAP",
+    "vllm/model_executor/models/registry.py:_PREVIOUSLY_SUPPORTED_MODELS",
+    "sglang/srt/configs/model_config.py:multimodal_model_archs",
+    "sglang/srt/arg_groups/overrides.py:_MAMBA_RADIX_CACHE_ARCHS",
+    "sglang/srt/arg_groups/overrides.py:_MAMBA_EXTRA_BUFFER_ARCHS",
+    # Which architectures run vLLM's V2 model runner by default (0.22.0 ... 0.28.0).
+    "vllm/config/vllm.py:DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES",
+)
+
+
+def catalog_architectures(data: Path = SRC / "catalog" / "data") -> list[str]:
+    """The `architectures` of every model config in servefit's catalog."""
+    found: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            archs = node.get("architectures")
+            if isinstance(archs, list):
+                found.update(a for a in archs if isinstance(a, str))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for path in sorted(data.glob("*.json")):
+        walk(json.loads(path.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+# Release pairs that size alike although mirrored functions changed: the reason, and the
+# functions the judgement reviewed ("*": every change of the release).
+EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(
+        "sglang", "0.5.11", "0.5.12",
+        "only DeepSeek-V4 / MiMo-V2 / Laguna / MiniCPM-V-4.6 / InternS2 paths, NPU / XPU / MUSA "
+        "paths, FROZEN_KV_MTP and the DFLASH window flag (renamed), MoE and FP4-expert kernel "
+        "choices, PP layer bookkeeping moved into adjust_hybrid_swa_layers_for_pp, the NemotronH "
+        "adjustments moved verbatim to arg_groups/nemotron_h_hook.py, ReqToTokenPool keeps its "
+        "size + 1 rows (as _alloc_size), and a log line of the no-op KV pool",
+        ("handle_mamba_radix_cache", "handle_speculative_decoding", "ModelConfig.__init__",
+         "get_hybrid_layer_ids", "is_hybrid_swa_model", "Fp8Config.get_quant_method",
+         "Scheduler.init_model_worker", "_finalize_allocation_log", "ReqToTokenPool.__init__",
+         "swa_memory_pool.py:SWAKVPool", "ModelRunner.initialize", "ModelRunner.load_model",
+         "create_memory_pool_configurator", "_handle_environment_variables",
+         "_handle_model_specific_adjustments"),
+    ),
+    # Size-neutral changes inside releases that differ for other reasons.
+    Equivalent(
+        "sglang", "0.5.14", "0.5.15",
+        "Mamba2StateShape carries num_k_heads_per_tp as metadata: the shapes are unchanged",
+        ("Mamba2StateShape.create",),
+    ),
+    Equivalent(
+        "sglang", "0.5.15.post1", "0.5.16",
+        "Mamba2StateShape carries conv_shard_groups as metadata and the TP size is read through "
+        "get_parallel(): the shapes are unchanged",
+        ("Mamba2StateShape.create", "Qwen3NextConfig.mamba2_cache_params",
+         "NemotronHConfig.mamba2_cache_params", "Lfm2Config.mamba2_cache_params"),
+    ),
+    Equivalent(
+        "sglang", "0.5.21", "0.5.22",
+        "the state is sharded over linear_attn_tp_size(), the attention-TP size unless "
+        "--enable-cp-tp-group-sharing (new in 0.5.22) is on",
+        ("Qwen3NextConfig.mamba2_cache_params",),
+    ),
+    Equivalent(
+        "vllm", "0.15.1", "0.16.0",
+        "GDN temporal state shape transposed (num_v_heads/tp, head_v_dim, head_k_dim): same "
+        "bytes; log wording for POWER / S390X / RISC-V CPUs; the free-memory assertion allows "
+        "equality; encoder profiling skipped only for embedding-only multimodal input; LoRA, "
+        "kernel-config and speculative parallel-drafting options",
+        ("gated_delta_net_state_shape", "_set_default_chunked_prefill_and_prefix_caching_args",
+         "Worker.determine_available_memory", "GPUModelRunner.profile_run",
+         "GPUModelRunner.load_model", "EngineArgs.create_engine_config", "SpeculativeConfig"),
+    ),
+    Equivalent(
+        "vllm", "0.20.2", "0.21.0",
+        "TurboQuant KV cache for hybrids (servefit does not model TurboQuant); the CUDA-graph "
+        "estimate is subtracted on CUDA as before (is_cuda() instead of not is_rocm()); an error "
+        "for external-LB data parallel with dense models; speculative sampling options",
+        ("Platform._align_hybrid_block_size", "Worker.determine_available_memory",
+         "EngineArgs.create_engine_config", "SpeculativeConfig"),
+    ),
+)  # fmt: skip
+
+# What a release's changes amount to, where they do split a profile (reviewed by hand from
+# `--diff`): shown beside the changed functions in docs/engines/releases.md.
+SUMMARY: dict[tuple[str, str], str] = {
+    ("sglang", "0.5.23"): (
+        "differs from 0.5.22 only where max_running_requests < attn_dp_size (a max(1, ...) floor "
+        "in resolve_max_num_reqs, _handle_max_mamba_cache and compute_swa_request_cap), in the "
+        "MLA prefill-graph max_bs (min(8192, chunked_prefill_size)), in unified-memory fused "
+        "draft pools, and in new validation errors (decode-side radix cache with speculative "
+        "decoding under disaggregation, out-of-tree speculative algorithms, deterministic "
+        "rejection sampling)"
+    ),
+    ("vllm", "0.19.0"): (
+        "the peak-activation figure of the `--kv-cache-memory` suggestion line no longer adds "
+        "the CUDA-graph estimate (matters with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1); "
+        "hybrids turn calculate_kv_scales off"
+    ),
+    ("vllm", "0.22.0"): (
+        "Qwen3ForCausalLM (dense, unquantized, not MoE) runs the V2 model runner by default "
+        "(VllmConfig._is_default_v2_model_runner_model)"
+    ),
+    ("vllm", "0.23.0"): (
+        "LlamaForCausalLM and MistralForCausalLM join the V2-runner defaults; KDA conv states "
+        "fused into one (same bytes); the encoder CUDA-graph estimate (opt-in "
+        "cudagraph_mm_encoder)"
+    ),
+    ("vllm", "0.24.0"): (
+        "MiniMax-M1 is no longer served (_PREVIOUSLY_SUPPORTED_MODELS); the KV capacity lines "
+        "come from get_kv_cache_capacity (same figures)"
+    ),
+    ("vllm", "0.25.0"): (
+        "Qwen3 / Llama / Mistral leave the V2-runner defaults (V1 again); the KV budget loses "
+        "the frontend multimodal GPU decoding reserve (0 by default: mm_ipc_gpu_memory_gb)"
+    ),
+    ("vllm", "0.26.0"): (
+        "ModelConfig.is_prefix_caching_supported is true for hybrids (the default stays off); "
+        "FlashInfer GDN on Blackwell no longer gated by the cu13 install check; opt-in startup "
+        "plan (VLLM_ENABLE_STARTUP_PLAN)"
+    ),
+    ("vllm", "0.31.0"): (
+        "decode CUDA-graph capture sizes gain max_num_seqs when it is at most the largest "
+        "capture size (VllmConfig._set_cudagraph_sizes): graph estimate and capture lines "
+        "change; the profiling run uses max_split_size_mb=20"
+    ),
+}
+
+# The groups sglang-releases.md gives ("Groups that size alike"); vllm-releases.md gives none,
+# its groups are implied by the releases its D-table names.
+REFERENCE_GROUPS: dict[str, list[list[str]]] = {
+    "sglang": [
+        ["0.5.9"], ["0.5.10", "0.5.10.post1"], ["0.5.11", "0.5.12", "0.5.12.post1"],
+        ["0.5.13", "0.5.13.post1"], ["0.5.14"], ["0.5.15", "0.5.15.post1"], ["0.5.16"],
+        ["0.5.17"], ["0.5.18", "0.5.19"], ["0.5.20", "0.5.21"], ["0.5.22", "0.5.23"],
+    ],
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
 # The wheel cache
 
 
@@ -1035,8 +1221,8 @@ def analyse(
 ) -> EngineReport:
     versions = tuple(t.version for t in trees)
     files = frozenset().union(*(t.files for t in trees))
-    items, unresolved = catalogue(engine, files, cited, lineage)
-    observed = observe(engine, versions, trees, items, unresolved)
+    items, unresolved = catalogue(engine, files, cited, lineage, NARROWED, catalog_architectures())
+    observed = observe(engine, versions, trees, items, unresolved, NOT_SIZING)
     found = changes(observed)
     judgements = [j for j in judgements if j.engine == engine]
     groups, verdicts = group(versions, found, judgements)
@@ -1089,6 +1275,8 @@ def render_engine(report: EngineReport) -> list[str]:
             v.joined_by, f"joins {v.group}"
         )
         lines.append(f"**{v.version}** ({head})")
+        if (obs.engine, v.version) in SUMMARY:
+            lines.append(f"- in short: {SUMMARY[obs.engine, v.version]}")
         for c in v.changes:
             if c.splits and c.function not in v.judged:
                 lines.append(f"- {c.describe()}")
@@ -1104,6 +1292,10 @@ def render_engine(report: EngineReport) -> list[str]:
                 )
             )
         lines.append("")
+    demoted = [item.key for item in obs.items if item.key in NOT_SIZING]
+    if demoted:
+        lines += [f"### {name}: cited, but not sizing (listed as runtime)", ""]
+        lines += [f"- `{key}`: {NOT_SIZING[key]}" for key in demoted] + [""]
     if report.disagreements:
         lines += [f"### {name}: where the reference page disagrees with the code", ""]
         lines += [f"- {d}" for d in report.disagreements] + [""]

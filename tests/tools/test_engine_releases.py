@@ -335,3 +335,21 @@ def test_the_committed_tables_are_well_formed():
         assert entry.engine in er.ENGINES
         assert all(site.startswith(entry.engine + "/") for site in entry.sites)
         assert set(entry.claimed) <= set(er.RELEASES[entry.engine])
+
+
+def test_a_table_of_architectures_is_followed_for_the_audited_ones(cache, cited):
+    trees = list(er.release_trees("eng", VERSIONS, cache, offline=True))
+    files = frozenset().union(*(t.files for t in trees))
+    items, _ = er.catalogue(
+        "eng", files, cited, (), narrowed=("eng/srt/sizing.py:ARCHS",),
+        architectures=("Dense", "Gone"),
+    )  # fmt: skip
+    observed = er.observe("eng", VERSIONS, trees, items, [])
+    keys = sorted(item.key for item in observed.items)
+    # The cited whole table stands for its audited entries; "Gone" is in no release: dropped.
+    assert "eng/srt/sizing.py:ARCHS" not in keys
+    assert "eng/srt/sizing.py:ARCHS[Dense]" in keys
+    assert not any("Gone" in key for key in keys)
+    assert [c.text for c in observed.unresolved] == ["eng/srt/sizing.py:no_such_function"]
+    found = er.changes(observed)
+    assert {c.function: c.kind for c in found[2]}["eng/srt/sizing.py:ARCHS[Dense]"] == er.CHANGED
