@@ -456,7 +456,7 @@ def citations(src: Path = SRC, engines: Iterable[str] = ENGINES) -> list[Citatio
     for path in sorted(src.rglob("*.py")):
         rel = path.relative_to(src.parent.parent).as_posix()
         parts = path.relative_to(src).parts
-        role = PLAN if parts[0] in PLAN_DIRS else RUNTIME
+        role = PLAN if parts[0].lstrip("_") in PLAN_DIRS else RUNTIME  # servefit._plan too
         hint = _about(parts, engines)
         for m in _CITATION.finditer(path.read_text(encoding="utf-8")):
             cited, qualname = m.group(1), m.group(2).rstrip(".")
