@@ -17,6 +17,7 @@ from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import v0_5_23 as prof
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.config import read_json
+from servefit.model.inventory import build_model_spec
 from servefit.model.layers import DenseMLP, FullAttention, GatedDeltaNet, Layer
 from servefit.model.spec import ModelSpec, QuantSpec
 from tests.engines.sglang.handbuilt import dense
@@ -470,3 +471,23 @@ def test_state_and_cell_bytes(model, tp, per_req, cell):
     _, s = _run(model(), g, {"tp_size": tp, "mem_fraction_static": 0.8}, 139.5, 20.0)
     assert s.pools.mamba_state_bytes_per_request == per_req
     assert s.pools.kv_bytes_per_token == cell
+
+
+def test_kimi_k3_gets_the_kda_state_pool():
+    """Kimi-K3 is registered in 0.5.17+ (models/kimi_k3.py EntryClass): KimiK3Config's text_config
+    is a KimiLinearConfig, so configs/hybrid_arch.py:kimi_linear_config (-> hybrid_kda_config ->
+    mambaish_config) gives it the KDA state pool, through the mamba radix-cache branch
+    (overrides.py:_MAMBA_RADIX_CACHE_ARCHS, _MAMBA_EXTRA_BUFFER_ARCHS: auto -> extra_buffer).
+    Per KDA layer at TP 8 (bundled config: 96 heads of 128, short conv 4, 69 KDA layers):
+    conv (3, 3*96*128/8) bf16 = 27,648 B; temporal (96/8, 128, 128) fp32 = 786,432 B."""
+    model = build_model_spec(
+        read_json(catalog.DATA / "moonshotai__Kimi-K3.json"), name="moonshotai/Kimi-K3", source="t"
+    )
+    g = _gpu("h200", 143771, 8)
+    r, s = _run(model, g, {"tp_size": 8}, 139.5, 60.0)
+    assert r.error is None and r["mamba_radix_cache_strategy"] == "extra_buffer"
+    assert s.error is None
+    assert s.pools.mamba_layers == 69
+    assert s.pools.conv_state_bytes_per_request == 69 * 3 * (3 * 96 * 128 // 8) * 2  # 1,907,712
+    assert s.pools.ssm_state_bytes_per_request == 69 * (96 // 8) * 128 * 128 * 4  # 54,263,808
+    assert s.pools.mamba_slots_per_request == 5  # 3 + 2 (extra_buffer, overlap on)

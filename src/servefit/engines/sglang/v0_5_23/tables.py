@@ -30,7 +30,9 @@ MAMBA_FULL_MEMORY_RATIO_FALLBACK = 0.9  # fields/schedule.py: Arg(fallback=0.9)
 SWA_FULL_TOKENS_RATIO_FALLBACK = 0.8  # fields/schedule.py: swa_full_tokens_ratio Arg(fallback=0.8)
 
 # configs/hybrid_arch.py:mambaish_config (mamba2_config | hybrid_gdn_config | hybrid_kda_config |
-# hybrid_lightning_config), by the architectures those config classes serve.
+# hybrid_lightning_config), by the architectures those config classes serve. Kimi-K3
+# (models/kimi_k3.py) is KimiK3Config whose text_config is a KimiLinearConfig:
+# kimi_linear_config returns that text_config, so it gets the KDA state pool.
 STATE_POOL_ARCHS = frozenset({
     "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
     "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM", "InternS2PreviewForConditionalGeneration",
@@ -38,7 +40,7 @@ STATE_POOL_ARCHS = frozenset({
     "NemotronHPuzzleForCausalLM", "NemotronH_Nano_VL_V2", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM",
     "Lfm2VlForConditionalGeneration", "ZayaForCausalLM", "Mamba2ForCausalLM", "MambaForCausalLM",
     "FalconMambaForCausalLM", "GraniteMoeHybridForCausalLM", "KimiLinearForCausalLM",
-    "BailingMoeV2_5ForCausalLM", "Glm5NextForConditionalGeneration",
+    "BailingMoeV2_5ForCausalLM", "Glm5NextForConditionalGeneration", "KimiK3ForConditionalGeneration",
 })
 # arg_groups/overrides.py:_MAMBA_RADIX_CACHE_ARCHS
 MAMBA_RADIX_ARCHS = frozenset({
