@@ -42,6 +42,7 @@ import ast
 import copy
 import difflib
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -1096,6 +1097,20 @@ EQUIVALENT: tuple[Equivalent, ...] = (
 # What a release's changes amount to, where they do split a profile (reviewed by hand from
 # `--diff`): shown beside the changed functions in docs/engines/releases.md.
 SUMMARY: dict[tuple[str, str], str] = {
+    ("sglang", "0.5.19"): (
+        "the arg_groups refactor: ServerArgs methods become hook functions "
+        "(arg_groups/*_hook.py) and declarative overrides (arg_groups/overrides.py); "
+        "sglang-releases.md says the formulas are those of 0.5.18, not verified here function "
+        "by function"
+    ),
+    ("sglang", "0.5.21"): (
+        "mostly refactors: the SWA request cap moved verbatim into "
+        "pool_configurator.py:compute_swa_request_cap, parallel sizes read through "
+        "get_parallel(), linear-attention specs looked up by hf_config (no in-tree spec enables "
+        "extra_buffer beyond _MAMBA_EXTRA_BUFFER_ARCHS); not shown alike: hybrid-SWA MTP draft "
+        "layer ids (layer_info), the explicit --swa-full-tokens-ratio tracking, MiniMax sparse "
+        "indexer dtype and FP4 KV recipes in _compute_cell_size, ReplaySSM with KDA"
+    ),
     ("sglang", "0.5.23"): (
         "differs from 0.5.22 only where max_running_requests < attn_dp_size (a max(1, ...) floor "
         "in resolve_max_num_reqs, _handle_max_mamba_cache and compute_swa_request_cap), in the "
@@ -1403,6 +1418,35 @@ def _diff(report: EngineReport, version: str, name: str) -> None:
         print("\n".join(difflib.unified_diff(a, b, label_a, label_b, lineterm="")))
 
 
+def registry_check(report: EngineReport, registered: dict[str, str]) -> list[str]:
+    """Where servefit's registry (release -> profile id) and the evidence disagree: releases of
+    the range not registered, one group spread over several profiles, one profile over groups."""
+    out = []
+    versions = report.observed.versions
+    missing = [v for v in versions if v not in registered]
+    if missing:
+        out.append(f"not registered: {', '.join(missing)}")
+    by_profile: dict[str, set[str]] = {}
+    for g in report.groups:
+        ids = sorted({registered[v] for v in g.releases if v in registered})
+        if len(ids) > 1:
+            out.append(f"group {{{', '.join(g.releases)}}} is spread over profiles {ids}")
+        for pid in ids:
+            by_profile.setdefault(pid, set()).add(g.profile)
+    for pid, groups in sorted(by_profile.items()):
+        if len(groups) > 1:
+            out.append(f"profile {pid} serves releases of groups {sorted(groups, key=versions.index)}"
+                       " whose code differs")  # fmt: skip
+    return out
+
+
+def _registered() -> dict[str, dict[str, str]]:
+    """servefit's registry of releases (engines/registry.py:RELEASES)."""
+    sys.path.insert(0, str(SRC.parent))
+    registry = importlib.import_module("servefit.engines.registry")
+    return registry.RELEASES
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--engine", choices=ENGINES, action="append", help="default: both")
@@ -1411,6 +1455,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="JSON instead of markdown")
     ap.add_argument("--write", action="store_true", help=f"write {DOC.relative_to(REPO)}")
     ap.add_argument("--check", action="store_true", help="exit 1 if the committed page is stale")
+    ap.add_argument("--registry", action="store_true",
+                    help="compare servefit's release registry with the evidence; exit 1 if apart")  # fmt: skip
     ap.add_argument("--where", nargs=2, metavar=("ENGINE", "NAME"),
                     help="list, per release, the files defining NAME")  # fmt: skip
     ap.add_argument("--diff", nargs=3, metavar=("ENGINE", "VERSION", "NAME"),
@@ -1437,6 +1483,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.diff:
         _diff(reports[0], args.diff[1], args.diff[2])
         return 0
+    if args.registry:
+        registered = _registered()
+        problems = [f"{r.engine}: {line}" for r in reports
+                    for line in registry_check(r, registered.get(r.engine, {}))]  # fmt: skip
+        print("\n".join(problems) or "the registry matches the evidence")
+        return int(bool(problems))
     text = json.dumps(to_json(reports), indent=1) if args.json else render_markdown(reports)
     if args.check:
         stale = not DOC.exists() or DOC.read_text(encoding="utf-8") != text

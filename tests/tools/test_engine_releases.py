@@ -353,3 +353,13 @@ def test_a_table_of_architectures_is_followed_for_the_audited_ones(cache, cited)
     assert [c.text for c in observed.unresolved] == ["eng/srt/sizing.py:no_such_function"]
     found = er.changes(observed)
     assert {c.function: c.kind for c in found[2]}["eng/srt/sizing.py:ARCHS[Dense]"] == er.CHANGED
+
+
+def test_registry_check_names_unregistered_releases_and_mixed_profiles(cache, cited):
+    rep = report(cache, cited)  # groups {1.0, 1.1} {1.2, 1.3}
+    assert er.registry_check(rep, {"1.0": "1.0", "1.1": "1.0", "1.2": "1.2", "1.3": "1.2"}) == []
+    assert er.registry_check(rep, {"1.0": "1.0", "1.1": "1.2", "1.2": "1.2"}) == [
+        "not registered: 1.3",
+        "group {1.0, 1.1} is spread over profiles ['1.0', '1.2']",
+        "profile 1.2 serves releases of groups ['1.0', '1.2'] whose code differs",
+    ]
