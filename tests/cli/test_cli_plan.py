@@ -195,7 +195,6 @@ def test_nearest_profile_is_said(capsys):
     ("argv", "needle"),
     [
         (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6001"], "unknown GPU"),
-        (["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--tp-size", "two"], "expects an int"),
         (
             ["-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--mem-fraction-static", "0"],
             "--mem-fraction-static",
@@ -263,6 +262,15 @@ def test_engine_rejections_are_predicted_failures(capsys):
     # Qwen3.6-27B: 4 KV heads (config.json num_key_value_heads); 3 does not divide them
     assert code == 1 and p["verdict"] == "fail"
     assert p["error"] == "--tp-size 3 does not divide the 4 KV heads of Qwen/Qwen3.6-27B"
+    # a value the engine's argparse cannot read: SGLang exits at its parser
+    code, out, err = run(
+        capsys,
+        *("plan", "-m", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--engine", "sglang==0.5.9"),
+        *("--tp-size", "two", "--format", "json"),
+    )
+    p = json.loads(out)
+    assert code == 1 and err == "" and p["verdict"] == "fail"
+    assert p["error"] == "sglang 0.5.9 argument error: --tp-size expects an int, got 'two'"
 
 
 def test_models_and_gpus_lists(capsys):

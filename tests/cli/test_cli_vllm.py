@@ -99,7 +99,7 @@ def test_predicted_failure_exits_1_with_the_engine_text(capsys):
     )
 
 
-def test_bad_vllm_flag_is_one_line_exit_2(capsys):
+def test_bad_vllm_flag_value_is_the_engines_rejection(capsys):
     code, out, err = run(
         capsys,
         "plan",
@@ -107,6 +107,8 @@ def test_bad_vllm_flag_is_one_line_exit_2(capsys):
         "H200",
         "--engine",
         "vllm==0.33.0",
+        "--format",
+        "json",
         "--",
         "vllm",
         "serve",
@@ -114,8 +116,12 @@ def test_bad_vllm_flag_is_one_line_exit_2(capsys):
         "--max-num-seqs",
         "lots",
     )
-    assert code == 2 and out == ""
-    assert err.strip() == "servefit: error: argument --max-num-seqs: expects an int, got 'lots'"
+    # vLLM's argparse stops there: a plan that fails with its error, not bad input
+    p = json.loads(out)
+    assert code == 1 and err == "" and p["verdict"] == "fail"
+    assert p["error"] == (
+        "vllm 0.33.0 argument error: argument --max-num-seqs: expects an int, got 'lots'"
+    )
 
 
 def test_compare_sglang_with_vllm(capsys):

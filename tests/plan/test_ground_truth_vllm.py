@@ -205,11 +205,12 @@ WSL = "vllm_qwen36_35b_a3b_nvfp4_wsl_v020"
 def test_wsl_block_size_and_pool_arithmetic_on_the_logged_memory():
     # The GPU (and so the budget) is unknown; the block arithmetic is checked on the log's own
     # "Available KV cache memory" (passed as --kv-cache-memory-bytes). The RedHatAI NVFP4
-    # checkpoint has no bundled config; Qwen/Qwen3.6-35B-A3B gives the same layer shapes.
+    # checkpoint has no bundled config; nvidia/Qwen3.6-35B-A3B-NVFP4 has the same layer shapes
+    # and NVFP4 weights (bf16 weights, 65 GiB, would not even load on a 32 GB card).
     avail = float(observed(WSL, AVAIL)["gib"])
     p = plan(
         PlanRequest(
-            model="Qwen/Qwen3.6-35B-A3B",
+            model="nvidia/Qwen3.6-35B-A3B-NVFP4",
             gpu="RTX 5090",
             engine="vllm==0.20.0",
             args={

@@ -11,13 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from servefit._plan import invariants
 from servefit._plan.schema import HardwareRef, ModelRef, PerRank, Plan, Pools
 from servefit.engines.base import Measured, MemoryInputs, Profile, ResolvedArgs, Sizing
 from servefit.engines.registry import select
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.cache import by_identity
+from servefit.model.quant import quantization_rejection, unknown_method_warning
 from servefit.model.spec import ModelSpec
+from servefit.validate import MAX_GPUS, MAX_MIB, bounded_int, finite_float
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,20 @@ def resolve_gpu(ref: str | GPUSpec, gpu_mem_mib: int | None) -> tuple[GPUSpec, s
 
         gpu = get_gpu(str(ref))
     if gpu_mem_mib is not None:
-        if gpu_mem_mib <= 0:
-            raise HardwareError(f"--gpu-mem-mib must be positive, got {gpu_mem_mib}")
         gpu, source = gpu.with_memory(int(gpu_mem_mib)), "override"
     return gpu, source
+
+
+def _check_request(request: PlanRequest) -> None:
+    """The request's numbers at the API edge (the CLI's click types apply the same rules)."""
+    if request.num_gpus is not None:
+        bounded_int(request.num_gpus, "num_gpus", low=1, high=MAX_GPUS)
+    if request.gpu_mem_mib is not None:
+        bounded_int(request.gpu_mem_mib, "--gpu-mem-mib", low=1, high=MAX_MIB, error=HardwareError)
+    for dest, value in request.args.items():
+        # the engines' argparse reads float("nan") and float("inf"); no plan can use them
+        if isinstance(value, float):
+            finite_float(value, "--" + dest.replace("_", "-"))
 
 
 def plan(request: PlanRequest) -> Plan:
@@ -85,6 +98,7 @@ def plan_or_reject(request: PlanRequest) -> Plan:
 
 
 def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
+    _check_request(request)
     profile, engine_ref = select(request.engine)
     model = resolve_model(request.model)
     gpu, gpu_source = resolve_gpu(request.gpu, request.gpu_mem_mib)
@@ -104,6 +118,9 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
     )
     measured.check()
     try:
+        refused = quantization_rejection(model.quant)
+        if refused is not None:
+            raise EngineRejection(refused)
         profile.check_model(model, sizes)
         resolved = profile.resolve_args(model, gpus, args, dict(request.env))
     except EngineRejection as exc:  # the engine stops before it loads anything
@@ -116,11 +133,13 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
     else:
         memory = profile.memory_inputs(model, gpus, resolved.values, measured)
     # An engine that stops while resolving its args never profiles memory: nothing to size.
-    sizing = (
-        _unsized(profile, memory, resolved)
-        if resolved.error
-        else _sized(profile, model, gpus, resolved, memory, rejections_fail)
-    )
+    if resolved.error:
+        sizing = _unsized(profile, memory, resolved)
+    else:
+        sizing = invariants.possible(
+            _sized(profile, model, gpus, resolved, memory, rejections_fail), memory, gpu
+        )
+    per_rank, pools = invariants.clamp(sizing.per_rank, sizing.pools)
 
     error = resolved.error or sizing.error
     warnings = list(request.warnings) + list(resolved.warnings) + list(sizing.warnings)
@@ -148,8 +167,8 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
         resolved_args=_public_args(profile, resolved.values),
         user_args=args,
         changes=list(resolved.changes),
-        per_rank=sizing.per_rank,
-        pools=sizing.pools,
+        per_rank=per_rank,
+        pools=pools,
         consumers=list(sizing.consumers),
         log_lines=list(resolved.log_lines) + list(sizing.log_lines),
         warnings=warnings,
@@ -186,7 +205,8 @@ def _model_warnings(model: ModelSpec) -> list[str]:
             f"{model.name} is named {tags[0].upper()} but its config has no quantization_config: "
             f"weights are sized as {model.dtype}; pass the checkpoint's own config.json or directory"
         ]
-    return []
+    unknown = unknown_method_warning(model.quant, model.dtype)
+    return [unknown] if unknown else []
 
 
 def _unsized(profile: Profile, memory: MemoryInputs, resolved: ResolvedArgs) -> Sizing:

@@ -94,6 +94,8 @@ def check(
     ambiguous = [e for e in parsed.errors if e.startswith("ambiguous option")]
     if ambiguous:
         return ArgvRejection(f"{prog}: error: {ambiguous[0]}")
+    if parsed.errors:  # a value its type= cannot read, a choice it does not offer
+        return ArgvRejection(f"{prog}: error: {parsed.errors[0]}")
     stray = list(stray or [])
     if not parsed.unknown and not stray:
         return None

@@ -6,6 +6,7 @@ import click
 
 from servefit.cli.inputs import plan_options, request_from_cli
 from servefit.cli.output import emit, format_options
+from servefit.validate import COUNT, GIB_OR_ZERO
 
 EPILOG = """\b
 Examples:
@@ -36,14 +37,14 @@ Exit status: 0 starts, 1 fails, 2 bad input.
 @format_options
 @click.option(
     "--min-free-gib",
-    type=float,
+    type=GIB_OR_ZERO,
     default=None,
     help="Headroom the minimal fix must leave after the pools [default: 2 for SGLang "
     "(activations, CUDA graphs), 1 for vLLM (its budget holds them; slack only)].",
 )
 @click.option(
     "--concurrency",
-    type=int,
+    type=COUNT,
     default=None,
     help="Requests that must run at once: a fix never drops the running requests below it "
     "(nor below one full-context request).",
@@ -63,13 +64,8 @@ def explain(
 ) -> None:
     """Which memory, which consumer, which flag: explain a launch and find the minimal fix."""
     from servefit._explain.analysis import explain_request
-    from servefit.errors import ArgumentError
     from servefit.report.explain_view import explain_shell, render_explanation
 
-    if min_free_gib is not None and min_free_gib < 0:
-        raise ArgumentError(f"--min-free-gib must be >= 0, got {min_free_gib}")
-    if concurrency is not None and concurrency < 1:
-        raise ArgumentError(f"--concurrency must be a positive integer, got {concurrency}")
     request = request_from_cli(ctx, opts)
     result = explain_request(
         request,

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from servefit.validate import COUNT, GIB, GIB_OR_ZERO, GPU_COUNT, MIB, BoundedInt
+
 SPEC_CHOICES = ("none", "mtp", "nextn", "eagle", "eagle3", "standalone", "ngram")
 
 
@@ -20,14 +22,14 @@ def fit_options(f):
         click.option(
             "-n",
             "--num-gpus",
-            type=int,
+            type=GPU_COUNT,
             default=None,
             help="GPUs per node (default: the baseline's TP x PP; without a baseline, the "
             "smallest count on which a launch starts).",
         ),
         click.option(
             "--nodes",
-            type=int,
+            type=GPU_COUNT,
             default=1,
             show_default=True,
             help="Nodes; layouts use num-gpus x nodes GPUs, one command per node.",
@@ -35,14 +37,14 @@ def fit_options(f):
         click.option(
             "-c",
             "--context",
-            type=int,
+            type=COUNT,
             default=None,
             help="Target context length (default: the baseline's --context-length / "
             "--max-model-len).",
         ),
         click.option(
             "--concurrency",
-            type=int,
+            type=COUNT,
             default=None,
             help="Requests that must run at once; candidates below it rank last.",
         ),
@@ -54,7 +56,7 @@ def fit_options(f):
         ),
         click.option(
             "--spec-steps",
-            type=int,
+            type=COUNT,
             default=None,
             help="Speculative steps (SGLang: draft tokens = steps + 1; vLLM: "
             "num_speculative_tokens); default 3.",
@@ -84,12 +86,18 @@ def fit_options(f):
         ),
         click.option(
             "--min-free-gib",
-            type=float,
+            type=GIB_OR_ZERO,
             default=None,
             help="Headroom a candidate must leave after the pools [default: 2 for SGLang "
             "(activations, CUDA graphs), 1 for vLLM (its budget holds them; slack only)].",
         ),
-        click.option("--top", type=int, default=3, show_default=True, help="Candidates to show."),
+        click.option(
+            "--top",
+            type=BoundedInt(1, 1000),
+            default=3,
+            show_default=True,
+            help="Candidates to show.",
+        ),
         click.option(
             "--dist-init-addr",
             default="NODE0_IP:50000",
@@ -103,11 +111,11 @@ def fit_options(f):
             help="The model path in the commands (default: MODEL).",
         ),
         click.option(
-            "--gpu-mem-mib", type=int, default=None, help="Override the GPU's memory (MiB)."
+            "--gpu-mem-mib", type=MIB, default=None, help="Override the GPU's memory (MiB)."
         ),
         click.option(
             "--free-gib",
-            type=float,
+            type=GIB,
             default=None,
             help="Override the free memory per GPU before weights load (GiB).",
         ),
@@ -145,8 +153,6 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         rejected = argcheck.check(list(cmd.argv), parsed, profile, cmd.entrypoint, stray)
         if rejected is not None:  # the baseline would not start: the engine's argparse says why
             raise rejected
-        if parsed.errors:
-            raise ArgumentError(parsed.errors[0])
         baseline = dict(parsed.values)
         found = [baseline.pop(k) for k in space.model_keys if baseline.get(k) is not None]
         for k in space.model_keys:

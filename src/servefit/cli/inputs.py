@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from servefit.validate import GIB, GPU_COUNT, MIB
+
 if TYPE_CHECKING:
     from servefit.engines.command import LaunchCommand
 
@@ -35,7 +37,7 @@ def plan_options(f):
         click.option(
             "-n",
             "--num-gpus",
-            type=int,
+            type=GPU_COUNT,
             default=None,
             help="GPUs the engine instance uses (default: tp x pp).",
         ),
@@ -49,25 +51,25 @@ def plan_options(f):
         ),
         click.option(
             "--gpu-mem-mib",
-            type=int,
+            type=MIB,
             default=None,
             help="Override the GPU's total memory (MiB, as nvidia-smi prints it).",
         ),
         click.option(
             "--free-gib",
-            type=float,
+            type=GIB,
             default=None,
             help="Override the free memory per GPU before weights load (GiB).",
         ),
         click.option(
             "--measured-free-before-gib",
-            type=float,
+            type=GIB,
             default=None,
             help="Calibrate: 'Load weight begin. avail mem=X GB' from a real log.",
         ),
         click.option(
             "--measured-weights-gib",
-            type=float,
+            type=GIB,
             default=None,
             help="Calibrate: 'Load weight end. ... mem usage=X GB' from a real log.",
         ),
@@ -150,8 +152,6 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     rejected = argcheck.check(engine_argv, parsed, profile, cmd.entrypoint if cmd else None, stray)
     if rejected is not None:  # the engine's argparse stops the launch: a predicted failure
         raise rejected
-    if parsed.errors:
-        raise ArgumentError(parsed.errors[0])
     warnings: list[str] = []
     values = dict(parsed.values)
     model_keys = ("model_tag", "model") if ref.name == "vllm" else ("model_path",)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from servefit.cli.inputs import plan_options
+from servefit.validate import MAX_COUNT, SECONDS, SECONDS_OR_ZERO, BoundedInt, PathText
 
 if TYPE_CHECKING:  # the CLI imports what a command needs when it runs
     from servefit._plan.planner import PlanRequest
@@ -43,6 +44,7 @@ def _runs_root(runs_dir: str | None) -> Path:
 def _runs_dir_option(f):
     return click.option(
         "--runs-dir",
+        type=PathText(),
         default=None,
         metavar="DIR",
         help="Where runs live (default: $SERVEFIT_RUNS_DIR or ~/.local/state/servefit/runs).",
@@ -100,21 +102,21 @@ def _plan_request(
 @_runs_dir_option
 @click.option(
     "--ready-timeout",
-    type=float,
+    type=SECONDS,
     default=1800.0,
     show_default=True,
     help="Seconds from start to ready before the launch counts as failed.",
 )
 @click.option(
     "--probe-timeout",
-    type=float,
+    type=SECONDS,
     default=5.0,
     show_default=True,
     help="Seconds for one /health or /v1/models request.",
 )
 @click.option(
     "--chat-timeout",
-    type=float,
+    type=SECONDS,
     default=120.0,
     show_default=True,
     help="Seconds for the readiness chat completion.",
@@ -127,28 +129,28 @@ def _plan_request(
 )
 @click.option(
     "--health-interval",
-    type=float,
+    type=SECONDS,
     default=10.0,
     show_default=True,
     help="Seconds between health checks once ready.",
 )
 @click.option(
     "--probe-interval",
-    type=float,
+    type=SECONDS,
     default=1.0,
     show_default=True,
     help="Seconds between readiness probes while the engine starts.",
 )
 @click.option(
     "--settle",
-    type=float,
+    type=SECONDS_OR_ZERO,
     default=1.0,
     show_default=True,
     help="Seconds the engine must stay alive and healthy after its first answer.",
 )
 @click.option(
     "--grace",
-    type=float,
+    type=SECONDS_OR_ZERO,
     default=15.0,
     show_default=True,
     help="Seconds between SIGTERM and SIGKILL when servefit stops the engine.",
@@ -191,17 +193,6 @@ def launch(
     from servefit.launch.schema import SupervisorConfig
     from servefit.launch.supervisor import prepare_run, spawn_supervisor
 
-    for name, value in (
-        ("--ready-timeout", ready_timeout),
-        ("--probe-timeout", probe_timeout),
-        ("--chat-timeout", chat_timeout),
-        ("--health-interval", health_interval),
-        ("--probe-interval", probe_interval),
-    ):
-        if not value > 0:
-            raise ArgumentError(f"{name} must be positive, got {value:g}")
-    if settle < 0 or grace < 0:
-        raise ArgumentError("--settle and --grace must not be negative")
     words = (ctx.obj or {}).get(LAUNCH_KEY)
     if not words:
         raise ArgumentError(
@@ -262,12 +253,12 @@ def launch(
 @click.argument("run_ref", metavar="[RUN]", required=False)
 @click.option(
     "--grace",
-    type=float,
+    type=SECONDS_OR_ZERO,
     default=None,
     help="Seconds between SIGTERM and SIGKILL (default: the run's, 15).",
 )
-@click.option("--port-timeout", type=float, default=10.0, show_default=True)
-@click.option("--gpu-timeout", type=float, default=30.0, show_default=True)
+@click.option("--port-timeout", type=SECONDS, default=10.0, show_default=True)
+@click.option("--gpu-timeout", type=SECONDS, default=30.0, show_default=True)
 @_runs_dir_option
 def stop(
     run_ref: str | None,
@@ -282,8 +273,6 @@ def stop(
     from servefit.launch.stop import owned_members, stop_run
 
     root = _runs_root(runs_dir)
-    if grace is not None and grace < 0:
-        raise ArgumentError(f"--grace must not be negative, got {grace:g}")
     if run_ref is None:
         active = [r for r in list_runs(root) if _is_active(r.read(), owned_members)]
         if not active:
@@ -332,7 +321,12 @@ def _is_active(rec: RunRecord, owned: Callable[[RunRecord], list[int]]) -> bool:
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
 @click.option(
-    "-n", "--last", type=int, default=20, show_default=True, help="Show the newest N runs (0: all)."
+    "-n",
+    "--last",
+    type=BoundedInt(0, MAX_COUNT),
+    default=20,
+    show_default=True,
+    help="Show the newest N runs (0: all).",
 )
 def runs(runs_dir: str | None, fmt: str, last: int) -> None:
     """List launches and their states."""
@@ -387,7 +381,9 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
 
 @click.command("logs")
 @click.argument("run_ref", metavar="[RUN]", required=False)
-@click.option("-n", "--lines", type=int, default=None, help="Only the last N lines.")
+@click.option(
+    "-n", "--lines", type=BoundedInt(0, MAX_COUNT), default=None, help="Only the last N lines."
+)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing while the run is active.")
 @click.option("--path", "path_only", is_flag=True, help="Print the log's path only.")
 @click.option("--diagnosis", is_flag=True, help="Print the diagnosis written after a failure.")
@@ -414,8 +410,6 @@ def logs(
     if not path.exists():
         what = "diagnosis" if diagnosis else "log"
         raise ArgumentError(f"run {run.id} has no {what} yet ({path})")
-    if lines is not None and lines < 0:
-        raise ArgumentError(f"--lines must not be negative, got {lines}")
     rec = run.read()
     redactor = process_redactor(rec.engine, rec.pid, rec.pid_start_ticks)
     logview.show(run, path, redactor, click.echo, lines, follow and not diagnosis)

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from servefit.validate import OutputFile
+
 
 def emit(
     ctx: click.Context,
@@ -41,6 +43,7 @@ def format_options(f):
     f = click.option(
         "--html",
         "html_path",
+        type=OutputFile(),
         default=None,
         metavar="FILE",
         help="Also write one self-contained HTML page with the charts (needs servefit[html]).",

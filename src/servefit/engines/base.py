@@ -37,6 +37,7 @@ from servefit._plan.schema import Change, Consumer, PerRank, Pools
 from servefit.errors import HardwareError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
+from servefit.validate import MAX_GIB, finite_float
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,8 @@ class Measured:
             ("--free-gib", self.free_gib),
             ("--measured-weights-gib", self.weights_gib),
         ):
-            if val is not None and val <= 0:
-                raise HardwareError(f"{name} must be positive, got {val}")
+            if val is not None:
+                finite_float(val, name, low=0.0, low_open=True, high=MAX_GIB, error=HardwareError)
 
     @property
     def calibrated(self) -> bool:

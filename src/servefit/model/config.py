@@ -2,38 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
+import stat
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from servefit.didyoumean import hint
 from servefit.errors import ConfigError
+from servefit.validate import expand_path, os_error, read_json_file, readable_dir
 
 # A Hub repo id: "org/name" (or a bare "name"), letters, digits, '-', '_', '.'.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """Parse a config file. Python's json accepts the bare Infinity/NaN tokens that official
-    Nemotron-H configs contain (`time_step_limit: [0.0, Infinity]`), so we keep using it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text: {exc.reason}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-    except RecursionError:
-        raise ConfigError(f"{path}: JSON nested too deeply") from None
+    """Parse a config file within servefit's JSON limits (size, depth, integer digits; a FIFO or
+    a directory is refused before it is opened). Python's json accepts the bare Infinity/NaN
+    tokens that official Nemotron-H configs contain (`time_step_limit: [0.0, Infinity]`)."""
+    data = read_json_file(path, "config", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
@@ -50,13 +39,15 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
     if not isinstance(ref, str) or not ref.strip():
         raise ConfigError("no model given: pass a config.json path, a checkpoint dir or a model id")
     ref = ref.strip()
-    path = Path(ref).expanduser()
-    if path.is_dir():
+    path = expand_path(ref, "model", error=ConfigError)
+    kind = _kind(path)
+    if kind == "dir":
+        readable_dir(path, "model", error=ConfigError)
         cfg = path / "config.json"
-        if not cfg.is_file():
+        if _kind(cfg) is None:
             raise ConfigError(f"{path} has no config.json")
         return read_json(cfg), str(path.resolve())
-    if path.is_file():
+    if kind is not None:
         return read_json(path), str(path.resolve())
 
     entry = catalog.find_entry(ref)
@@ -88,6 +79,18 @@ def _near_bundled(ref: str, ids: list[str]) -> str:
         if len(min(name, other, key=len)) >= 6 and (name in other or other in name):
             return f"; did you mean {i}?"
     return hint(ref, ids, cutoff=0.75)
+
+
+def _kind(path: Path) -> str | None:
+    """ "dir", "other" (a file, FIFO, device: read_json says what is wrong with it) or None when
+    nothing is there; a path that cannot be looked at (permission, loop) is a clear error."""
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise os_error(exc, path, "model", ConfigError) from None
+    return "dir" if stat.S_ISDIR(st.st_mode) else "other"
 
 
 def hub_reachable(host: str, timeout: float = 3.0) -> bool:

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from servefit.errors import ConfigError, ServefitError, UnsupportedModelError
-from servefit.model.fields import Fields
+from servefit.model.fields import MAX_LAYERS, Fields
 from servefit.model.layer_plan import layer_plan
 from servefit.model.layers import (
     KDA,
@@ -111,6 +111,18 @@ def _attention(t: Fields, kind: str, hidden: int):
             v_head_dim=t.int("v_head_dim"),
         )
     kv = t.int("num_key_value_heads", "num_query_groups", default=heads)
+    # Grouped-query attention shares each KV head among heads / kv query heads: a config where
+    # that is not a whole number describes a model no engine (nor transformers) can build.
+    if kv > heads:
+        raise ConfigError(
+            f"num_key_value_heads {kv} exceeds num_attention_heads {heads}: "
+            "the attention layers cannot be built"
+        )
+    if heads % kv:
+        raise ConfigError(
+            f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv}: "
+            "the attention layers cannot be built"
+        )
     hd = _head_dim(t, hidden, heads)
     if kind == "swa":
         window = t.opt_int("sliding_window", minimum=1) or 0
@@ -308,6 +320,11 @@ class _FfnRules:
             top_k = t.int(
                 "num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"
             )
+            if top_k > self.experts:
+                raise ConfigError(
+                    f"num_experts_per_tok {top_k} exceeds the {self.experts} routed experts: "
+                    "the router cannot pick that many"
+                )
             n_shared, shared_size = _shared(t)
             self._moe = MoE(
                 num_experts=self.experts,
@@ -354,12 +371,12 @@ class _FfnRules:
 
 
 def _mtp(t: Fields) -> tuple[int, str]:
-    n = t.opt_int("mtp_num_hidden_layers")
-    if n:
-        return n, "mtp_num_hidden_layers"
-    n = t.opt_int("num_nextn_predict_layers")
-    if n:
-        return n, "num_nextn_predict_layers"
+    for key in ("mtp_num_hidden_layers", "num_nextn_predict_layers"):
+        n = t.opt_int(key)
+        if n and n > MAX_LAYERS:
+            raise ConfigError(f"config field {key} is implausibly large ({n})")
+        if n:
+            return n, key
     return 0, ""
 
 

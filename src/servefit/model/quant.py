@@ -175,7 +175,13 @@ def parse_quant(config: dict[str, Any], text: dict[str, Any]) -> QuantSpec:
     ):
         norm = {"autoround": "auto-round", "intel/auto-round": "auto-round"}.get(method, method)
         norm = norm.replace("-marlin", "")
-        bits = _as_pos_int(q.get("bits", q.get("w_bit")), 4)
+        raw_bits = q.get("bits", q.get("w_bit"))
+        # AWQ / GPTQ bit widths are kept as written: the engines refuse the ones they cannot
+        # load (check_quantization), and sizing them as 4-bit would be a wrong answer.
+        exact = (
+            norm in ("awq", "gptq") and isinstance(raw_bits, int) and not isinstance(raw_bits, bool)
+        )
+        bits = raw_bits if exact else _as_pos_int(raw_bits, 4)
         group = q.get("group_size", q.get("q_group_size"))
         group = -1 if group == -1 else _as_pos_int(group, 128)
         return QuantSpec(norm, bits, max(group, 0), kv, q)
@@ -367,3 +373,57 @@ def _ct_format(weights: dict[str, Any], fmt: Any) -> WeightFormat | None:
     if weights.get("strategy") == "channel" or group == 0:
         return WeightFormat("int", bits, per_channel=True, zeros=not symmetric)
     return WeightFormat("int", bits, group=group, zeros=not symmetric)
+
+
+# --------------------------------------------------------------------------------------------
+# What the engines refuse to load
+
+
+def quantization_rejection(quant: QuantSpec) -> str | None:
+    """The engine's own error for a bit width its quantization config class refuses; the same
+    in SGLang and vLLM (sglang/srt/layers/quantization/awq.py:AWQConfig.__init__ and
+    gptq.py:GPTQConfig.__init__; vllm/model_executor/layers/quantization/awq.py, gptq.py).
+    AWQ at 8 bits loads through the Marlin kernel (awq.py:AWQMarlinConfig.TYPE_MAP {4, 8},
+    chosen by override_quantization_method on CUDA), so only other widths reach AWQConfig."""
+    bits = quant.weight_bits
+    if quant.method == "awq" and bits not in (4, 8):
+        return (
+            "ValueError: Currently, only 4-bit weight quantization is supported for AWQ, "
+            f"but got {bits} bits."
+        )
+    if quant.method == "gptq" and bits not in (2, 3, 4, 8):
+        if bits == 0:  # GPTQConfig.__init__ computes Fraction(32, weight_bits) before its check
+            return "ZeroDivisionError: Fraction(32, 0)"
+        return (
+            "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported for "
+            f"GPTQ, but got {bits} bits."
+        )
+    return None
+
+
+# The methods parse_quant understands; anything else is sized in the model dtype.
+KNOWN_METHODS = frozenset(
+    {
+        "none",
+        "fp8",
+        "nvfp4",
+        "mxfp4",
+        "awq",
+        "gptq",
+        "auto-round",
+        "compressed-tensors",
+        "bitsandbytes",
+        "modelopt",
+    }
+)
+
+
+def unknown_method_warning(quant: QuantSpec, dtype: str) -> str | None:
+    """A quant_method servefit does not know is sized as plain weights: say so, and how."""
+    if quant.method in KNOWN_METHODS:
+        return None
+    bits = f"{quant.weight_bits}-bit (its `bits`)" if quant.weight_bits < 16 else dtype
+    return (
+        f"quantization method {quant.method!r:.40} is not one servefit knows: its weights are "
+        f"sized as {bits} with no scales, which may be off; the engine may also refuse it"
+    )

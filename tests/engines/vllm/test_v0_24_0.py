@@ -193,10 +193,19 @@ def test_mamba_blocks_error_when_max_num_seqs_exceeds_blocks(next80):
 
 
 def test_no_memory_error(next80):
-    p = vplan(next80, "H200", E, tensor_parallel_size=1, gpu_memory_utilization=0.3)
-    # 0.3 x 139.8 GiB cannot hold 148 GiB of weights
+    p = vplan(next80, "H200", E, tensor_parallel_size=2, gpu_memory_utilization=0.3)
+    # 0.3 x 139.8 GiB cannot hold the 74 GiB of weights per rank that TP 2 loads
     assert p.error == common.NO_MEMORY
     assert p.error_consumer == "weights"
+
+
+def test_weights_larger_than_the_gpu_fail_while_loading(next80):
+    # TP 1: 148 GiB of weights on a 139.8 GiB H200 -- the load itself runs out of memory,
+    # before vLLM compares anything with gpu_memory_utilization
+    p = vplan(next80, "H200", E, tensor_parallel_size=1, gpu_memory_utilization=0.3)
+    assert p.error == "torch.OutOfMemoryError: CUDA out of memory while loading the weights"
+    assert p.error_consumer == "weights"
+    assert p.per_rank.kv_cache_gib == p.per_rank.mamba_state_gib == 0.0
 
 
 def test_free_memory_below_the_request_fails_at_start():

@@ -127,17 +127,26 @@ def decode_capture_bs(max_bs: int, speculative: bool, disable_padding: bool = Fa
     return [b for b in bs if b <= max_bs]
 
 
+_PREFILL_GRAPH_STEPS = (
+    range(4, 33, 4),
+    range(48, 257, 16),
+    range(288, 513, 32),
+    range(576, 1025, 64),
+    range(1280, 4097, 256),
+)
+
+
 def prefill_graph_tokens(max_tokens: int) -> list[int]:
     """sglang/srt/server_args.py:ServerArgs._generate_piecewise_cuda_graph_tokens (0.5.9)."""
-    sizes = (
-        list(range(4, 33, 4))
-        + list(range(48, 257, 16))
-        + list(range(288, 513, 32))
-        + list(range(576, 1025, 64))
-        + list(range(1280, 4097, 256))
-        + list(range(4608, max_tokens + 1, 512))
-    )
+    sizes = [s for r in _PREFILL_GRAPH_STEPS for s in r] + list(range(4608, max_tokens + 1, 512))
     return [s for s in sizes if s <= max_tokens]
+
+
+def prefill_graph_count(max_tokens: int) -> int:
+    """len(prefill_graph_tokens(max_tokens)), without building the list: a huge
+    --chunked-prefill-size would otherwise cost gigabytes here."""
+    fixed = sum(1 for r in _PREFILL_GRAPH_STEPS for s in r if s <= max_tokens)
+    return fixed + len(range(4608, max_tokens + 1, 512))
 
 
 def vlm_adjusted_fraction(

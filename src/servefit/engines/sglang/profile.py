@@ -126,7 +126,10 @@ _RANGES = (
     ("speculative_num_steps", "--speculative-num-steps", 1, None),
     ("speculative_eagle_topk", "--speculative-eagle-topk", 1, None),
     ("speculative_num_draft_tokens", "--speculative-num-draft-tokens", 1, None),
-    ("cuda_graph_max_bs", "--cuda-graph-max-bs", 1, None),
+    # the engine lists every captured batch size (server_args.py:_generate_cuda_graph_batch_sizes):
+    # beyond a million there is no GPU to capture them on, and the list alone would take gigabytes
+    ("cuda_graph_max_bs", "--cuda-graph-max-bs", 1, 1 << 20),
+    ("cuda_graph_max_bs_decode", "--cuda-graph-max-bs-decode", 1, 1 << 20),
     ("max_prefill_tokens", "--max-prefill-tokens", 1, None),
 )
 
@@ -137,7 +140,8 @@ def _check_ranges(args: dict[str, Any]) -> None:
         if val is None or isinstance(val, bool) or not isinstance(val, (int, float)):
             continue
         if val != val or val < lo or (hi is not None and val > hi):
-            bound = f"in (0, {hi}]" if hi is not None else f">= {lo}" if lo >= 1 else "> 0"
+            low = f"[{lo}" if lo >= 1 else "(0"
+            bound = f"in {low}, {hi}]" if hi is not None else f">= {lo}" if lo >= 1 else "> 0"
             raise ArgumentError(f"{flag} must be {bound}, got {val}")
     cps = args.get("chunked_prefill_size")
     if isinstance(cps, int) and not isinstance(cps, bool) and cps == 0:

@@ -32,6 +32,17 @@ from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 
 SPEC_EAGLE = ("EAGLE", "EAGLE3", "STANDALONE")
+# speculative/spec_info.py:SpeculativeAlgorithm members (NONE aside)
+SPEC_BUILTINS = (
+    "DFLASH",
+    "UNO",
+    "DSPARK",
+    "EAGLE",
+    "EAGLE3",
+    "FROZEN_KV_MTP",
+    "STANDALONE",
+    "NGRAM",
+)
 RESET_48 = (
     "Max running requests is reset to 48 for speculative decoding. You can override this "
     "by explicitly setting --max-running-requests."
@@ -81,7 +92,14 @@ def resolve_args(
                 and env.get("SGLANG_AITER_KV_CACHE_LAYOUT", "").lower() == "vectorized_5d"
             )
             v["page_size"] = 64 if hip_5d else 1
-        if v["attn_dp_size"] > 1:  # parallel_hook.py:handle_data_parallelism
+        # parallel_hook.py:handle_data_parallelism
+        if v["attn_dp_size"] < 1:
+            raise common.EngineError(
+                f"ValueError: --attn-dp-size must be positive (got {v['attn_dp_size']})."
+            )
+        if v["attn_dp_size"] > 1 and v["tp_size"] % v["attn_dp_size"]:
+            raise common.EngineError("AssertionError")  # assert cfg.tp_size % cfg.attn_dp_size == 0
+        if v["attn_dp_size"] > 1:
             old = v["chunked_prefill_size"]
             new = old // v["attn_dp_size"]
             r.set(
@@ -284,6 +302,12 @@ def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder) -> None:
     algo = str(v["speculative_algorithm"]).upper()
     if algo in ("NEXTN", "EAGLE"):  # _resolve_speculative_algorithm_alias
         algo = "EAGLE"
+    if algo not in SPEC_BUILTINS:
+        # speculative/spec_info.py:SpeculativeAlgorithm.from_string, called by the hook: a name
+        # that is neither a builtin nor registered by a plugin (servefit sees no plugins).
+        raise common.EngineError(
+            f"ValueError: Unknown speculative algorithm name: {v['speculative_algorithm']}"
+        )
     r.set(
         "speculative_algorithm",
         algo,

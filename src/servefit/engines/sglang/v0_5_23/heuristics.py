@@ -185,9 +185,15 @@ def gpu_memory_settings(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Re
             pmax = min(pmax, v["max_total_tokens"])
         v["cuda_graph_max_bs_prefill"] = pmax
     if v["cuda_graph_bs_prefill"] is None:
-        v["_prefill_graph_bs"] = common.prefill_graph_tokens(v["cuda_graph_max_bs_prefill"])
+        count = common.prefill_graph_count(v["cuda_graph_max_bs_prefill"])
+        v["_prefill_graph_count"] = count
+        # the list itself only where it is small enough to show
+        v["_prefill_graph_bs"] = (
+            common.prefill_graph_tokens(v["cuda_graph_max_bs_prefill"]) if count <= 4096 else None
+        )
     else:
         v["_prefill_graph_bs"] = list(v["cuda_graph_bs_prefill"])
+        v["_prefill_graph_count"] = len(v["_prefill_graph_bs"])
     if v["mem_fraction_static"] is None:
         _mem_fraction_static(model, gpu_mem, v, r)
 
@@ -207,7 +213,7 @@ def reserve_for_graph_mb(model: ModelSpec, v: dict[str, Any]) -> float:
         if max_bs > 300:
             reserved += max_bs * attn_dp * 1.5
     if mode != "decode" and v["cuda_graph_backend_prefill"] != DISABLED:
-        reserved += len(v["_prefill_graph_bs"]) * 8 if not is_mla(model) else 1.5 * 1024
+        reserved += v["_prefill_graph_count"] * 8 if not is_mla(model) else 1.5 * 1024
         if v["cuda_graph_backend_prefill"] == BREAKABLE and v["moe_a2a_backend"] == "deepep":
             reserved += 1 * 1024
     return reserved

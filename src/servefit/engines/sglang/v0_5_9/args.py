@@ -238,7 +238,7 @@ def _gpu_memory_settings(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: R
         if v["cuda_graph_max_bs"] > 300:
             reserved += v["cuda_graph_max_bs"] * v["dp_size"] * 1.5
     if v["enable_piecewise_cuda_graph"]:
-        reserved += len(common.prefill_graph_tokens(v["piecewise_cuda_graph_max_tokens"])) * 8
+        reserved += common.prefill_graph_count(v["piecewise_cuda_graph_max_tokens"]) * 8
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     algo = v["speculative_algorithm"]
