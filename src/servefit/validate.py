@@ -73,7 +73,7 @@ def finite_float(
     if not math.isfinite(number):
         raise error(f"{what} must be a finite number, got {_show(value)}")
     if low is not None and (number < low or (low_open and number == low)):
-        raise error(f"{what} must be {'>' if low_open else '>='} {low:g}, got {number:g}")
+        raise error(f"{what} must be {_above(low, low_open)}, got {number:g}")
     if high is not None and number > high:
         raise error(f"{what} must be at most {high:g}, got {number:g}")
     return number
@@ -102,10 +102,18 @@ def bounded_int(
     elif not isinstance(value, int):
         raise error(f"{what} must be an integer, got {_show(value)}")
     if low is not None and value < low:
-        raise error(f"{what} must be >= {low}, got {value}")
+        raise error(
+            f"{what} must be {_above(low - 1, True) if low == 1 else _above(low, False)}, got {_show(value)}"
+        )
     if high is not None and value > high:
         raise error(f"{what} must be at most {high}, got {_show(value)}")
     return value
+
+
+def _above(low: float, open_: bool) -> str:
+    if low == 0:
+        return "positive" if open_ else "zero or more"
+    return f"{'>' if open_ else '>='} {low:g}"
 
 
 def _show(value: Any) -> str:
@@ -177,7 +185,7 @@ def readable_file(raw: Any, what: str, *, error: type[ServefitError] = ArgumentE
     path = expand_path(raw, what, error=error)
     st = _stat(path, what, error)
     if st is None:
-        raise error(f"{what}: {_short(path)}: no such file")
+        raise error(f"no such {what} file: {_short(path)}")
     check_regular(st, path, what, error)
     if not os.access(path, os.R_OK):
         raise error(f"{what}: {_short(path)}: permission denied")
@@ -187,11 +195,13 @@ def readable_file(raw: Any, what: str, *, error: type[ServefitError] = ArgumentE
 def check_regular(
     st: os.stat_result, path: Path, what: str, error: type[ServefitError] = ArgumentError
 ) -> None:
+    """A regular file: a directory, a FIFO (which blocks readers until a writer comes), a
+    socket or a device (/dev/zero never ends) is refused."""
     if stat.S_ISDIR(st.st_mode):
-        raise error(f"{what}: {_short(path)} is a directory, not a file")
+        raise error(f"{_short(path)} is a directory, not a {what} file")
     if not stat.S_ISREG(st.st_mode):
-        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file"
-        raise error(f"{what}: {_short(path)} is {kind}; give a regular file")
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+        raise error(f"{_short(path)} is {kind}, not a regular {what} file")
 
 
 def readable_dir(raw: Any, what: str, *, error: type[ServefitError] = ArgumentError) -> Path:
@@ -199,7 +209,7 @@ def readable_dir(raw: Any, what: str, *, error: type[ServefitError] = ArgumentEr
     path = expand_path(raw, what, error=error)
     st = _stat(path, what, error)
     if st is None:
-        raise error(f"{what}: {_short(path)}: no such directory")
+        raise error(f"no such {what} directory: {_short(path)}")
     if not stat.S_ISDIR(st.st_mode):
         raise error(f"{what}: {_short(path)} is not a directory")
     if not os.access(path, os.R_OK | os.X_OK):

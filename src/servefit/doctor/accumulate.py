@@ -82,6 +82,7 @@ PHASE_OF: dict[EventKind, int | None] = {
     **dict.fromkeys((K.EXCEPTION_START, K.ERROR, K.ERROR_DETAIL, K.EXCEPTION, K.EXIT), None),
 }
 MAX_ERRORS = 20
+_MAX_PENDING = 16  # argument lines held unread per launch
 MAX_CHANGES = 40
 _COMPLETIONS = (
     "/v1/chat/completions",
@@ -125,6 +126,20 @@ class Stat:
         self.hi = x if self.hi is None else max(self.hi, x)
         self.last = x
 
+    def extend(self, values: list[float]) -> None:
+        """add() of each value, in order (the same float sums)."""
+        if not values:
+            return
+        total = self.total
+        for x in values:
+            total += x
+        self.n += len(values)
+        self.total = total
+        lo, hi = min(values), max(values)
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+        self.last = values[-1]
+
     @property
     def mean(self) -> float | None:
         return round(self.total / self.n, 4) if self.n else None
@@ -142,10 +157,11 @@ class LaunchAcc:
         self.engine: str | None = None
         self.version: str | None = None
         self.version_source: str | None = None
-        self.args: dict[str, Any] = {}
+        self._args: dict[str, Any] = {}
+        self._pending: list[tuple[Callable[[str], None], str]] = []
         self.args_source: str | None = None
         self.command: str | None = None
-        self.model: str | None = None
+        self._model: str | None = None
         self.architecture: str | None = None
         self.gpu: str | None = None
         self.ranks: dict[str, RankAcc] = {}
@@ -206,48 +222,101 @@ class LaunchAcc:
     # ------------------------------------------------------------------ applying events
     def apply(self, hit: Hit) -> None:
         ev, line = hit.event, hit.line
-        kind = EventKind(ev["kind"])
+        kind = ev["kind"]
+        if type(kind) is not EventKind:
+            kind = EventKind(kind)
+        engine = hit.rule.engine if hit.rule is not None else None
+        r = self.note(kind, line.no, line.ts, line.rank, engine)
+        HANDLERS[kind](self, ev, hit, r)
+
+    def note(
+        self, kind: EventKind, no: int, ts: str | None, rank: str, engine: str | None
+    ) -> RankAcc:
+        """What every recognised line tells, whatever its kind: where the launch is, when, on
+        which rank, in which phase. Returns the rank's accumulator."""
         if self.first_line is None:
-            self.first_line = line.no
-        self.last_line = line.no
-        if line.ts:
-            self.start_time = self.start_time or line.ts
-            self.end_time = line.ts
-        if hit.rule is not None and hit.rule.engine and self.engine is None:
-            self.engine = hit.rule.engine
+            self.first_line = no
+        self.last_line = no
+        if ts:
+            self.start_time = self.start_time or ts
+            self.end_time = ts
+        if engine and self.engine is None:
+            self.engine = engine
         self.kinds.add(kind)
         self.last_event = kind.value
         phase = PHASE_OF.get(kind)
-        r = self.rank(line.rank)
+        r = self.rank(rank)
         if phase is not None:
             if phase < 6:
                 r.phase = max(r.phase, phase)
             self.max_phase = max(self.max_phase, phase)
-        HANDLERS[kind](self, ev, hit, r)
+        return r
+
+    # The arguments (a server_args dump, a non-default dict, a launch command) are read only
+    # when something asks for them: a log may hold 100,000 launches, and only the last
+    # MAX_KEPT are ever reported. The lines are kept, in order, and read in that order.
+    @property
+    def args(self) -> dict[str, Any]:
+        self._settle()
+        return self._args
+
+    @args.setter
+    def args(self, value: dict[str, Any]) -> None:
+        self._settle()
+        self._args = value
+
+    @property
+    def model(self) -> Any:
+        self._settle()
+        return self._model
+
+    @model.setter
+    def model(self, value: Any) -> None:
+        self._settle()
+        self._model = value
+
+    def _defer(self, read: Callable[[str], None], text: str) -> None:
+        self._pending.append((read, text))
+        if len(self._pending) > _MAX_PENDING:
+            self._settle()
+
+    def _settle(self) -> None:
+        while self._pending:
+            read, text = self._pending.pop(0)
+            read(text)
+
+    def _read_command(self, text: str) -> None:
+        if not self._args:
+            args = args_from_command(text)
+            if args:
+                self._args, self.args_source = args, "launch command in log"
+                self._model = self._model or args.get("model_path") or args.get("model")
+
+    def _read_args_dump(self, body: str) -> None:
+        self._args = parse_server_args(body)
+        self.args_source = "server_args dump"
+        self._model = self._args.get("model_path") or self._model
+        if "mamba_radix_cache_strategy" in self._args:
+            self.format_hints.add(LogFeature.ARGS_MAMBA_RADIX_CACHE_STRATEGY)
+        elif "mamba_scheduler_strategy" in self._args:
+            self.format_hints.add(LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY)
+
+    def _read_args_nondefault(self, body: str) -> None:
+        self._args = parse_dict_repr(body)
+        self.args_source = "non-default args"
+        self._model = self._args.get("model") or self._args.get("model_tag") or self._model
 
     def _on_command(self, ev, hit, r):
         self.command = ev["text"]
         if self.engine is None:
             self.engine = "vllm" if "vllm" in ev["text"] else "sglang"
-        if not self.args:
-            args = args_from_command(ev["text"])
-            if args:
-                self.args, self.args_source = args, "launch command in log"
-                self.model = self.model or args.get("model_path") or args.get("model")
+        self._defer(self._read_command, ev["text"])
 
     def _on_args_dump(self, ev, hit, r):
-        self.args = parse_server_args(ev["body"])
-        self.args_source = "server_args dump"
-        self.model = self.args.get("model_path") or self.model
-        if "mamba_radix_cache_strategy" in self.args:
-            self.format_hints.add(LogFeature.ARGS_MAMBA_RADIX_CACHE_STRATEGY)
-        elif "mamba_scheduler_strategy" in self.args:
-            self.format_hints.add(LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY)
+        self._defer(self._read_args_dump, ev["body"])
 
     def _on_args_nondefault(self, ev, hit, r):
-        self.args = parse_dict_repr(ev["body"])
-        self.args_source = "non-default args"
-        self.model = self.args.get("model") or self.args.get("model_tag") or self.model
+        self._defer(self._read_args_nondefault, ev["body"])
 
     def _on_version(self, ev, hit, r):
         self.version = self.version or str(ev["version"])
@@ -482,11 +551,15 @@ class LaunchAcc:
         self.traffic.setdefault("first_request_line", hit.line.no)
 
     def _on_decode(self, ev, hit, r):
+        self.decode(ev, hit.line.no)
+
+    def decode(self, ev: Event, no: int) -> None:
+        """SGLang's decode stats line (also read by doctor/serving.py's fast path)."""
         if self.ready_line is None:
             return  # the engine's own warm-up
         t = self.traffic
         t["decode_logs"] += 1
-        self._first_request(hit)
+        t.setdefault("first_request_line", no)
         t["max_running"] = max(t.get("max_running", 0), ev["running"])
         t["max_queue"] = max(t.get("max_queue", 0), ev["queue"])
         self.throughput.add(ev["throughput"])
@@ -497,20 +570,26 @@ class LaunchAcc:
             self.accept_rate.add(ev["accept_rate"])
 
     def _on_prefill(self, ev, hit, r):
+        self.prefill(ev, hit.line.no)
+
+    def prefill(self, ev: Event, no: int) -> None:
         if self.ready_line is None:
             return
         self.traffic["prefill_batches"] += 1
         self.traffic["new_sequences"] += ev["new_seq"]
-        self._first_request(hit)
+        self.traffic.setdefault("first_request_line", no)
 
     def _on_http(self, ev, hit, r):
+        self.http(ev, hit.line.no)
+
+    def http(self, ev: Event, no: int) -> None:
         if self.ready_line is None:
             return
         if ev["method"] == "POST" and any(ev["path"].startswith(p) for p in _COMPLETIONS):
             self.traffic["http_requests"] += 1
             if ev["status"] >= 400:
                 self.traffic["http_errors"] += 1
-            self._first_request(hit)
+            self.traffic.setdefault("first_request_line", no)
 
     def _on_throughput(self, ev, hit, r):
         t = self.traffic
@@ -594,6 +673,7 @@ class LaunchAcc:
 
     # ------------------------------------------------------------------ freezing
     def freeze(self) -> LaunchFacts:
+        self._settle()  # the arguments first: they tell the release's log format
         ranks = [
             RankFacts(
                 rank=label, **{k: v for k, v in acc.values.items() if k in RankFacts.model_fields}

@@ -25,24 +25,33 @@ from servefit.errors import ServefitError
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
+# The characters that matter to the split; everything between them is copied as it is.
+_SPECIAL = re.compile(r"[\\'\"()\[\]{}]|,")
+_SIMPLE_VALUE = re.compile(r"-?(?:0|[1-9]\d*)|-?\d+\.\d*(?:e-?\d+)?|'[^'\\]*'|\"[^\"\\]*\"")
+_CONSTANTS = {"None": None, "True": True, "False": False}
+
+
 def _split_top(body: str, sep: str = ",") -> tuple[list[str], bool]:
-    """Top-level pieces of `body` (quotes and brackets respected) and whether it closed."""
+    """Top-level pieces of `body` (quotes and brackets respected) and whether it closed.
+
+    Only the quote, bracket, backslash and separator characters are visited (one regex scan):
+    a server_args dump is 10 KB of mostly plain text, and a log may hold thousands of them."""
+    special = _SPECIAL if sep == "," else re.compile(_SPECIAL.pattern[:-1] + re.escape(sep))
     parts: list[str] = []
     depth: list[str] = []
     quote: str | None = None
-    cur: list[str] = []
-    i = 0
-    while i < len(body):
+    start = 0
+    skip_to = -1  # the character after a backslash inside a quote is not special
+    for m in special.finditer(body):
+        i = m.start()
+        if i < skip_to:
+            continue
         c = body[i]
         if quote:
-            cur.append(c)
-            if c == "\\" and i + 1 < len(body):
-                cur.append(body[i + 1])
-                i += 2
-                continue
-            if c == quote:
+            if c == "\\":
+                skip_to = i + 2
+            elif c == quote:
                 quote = None
-            i += 1
             continue
         if c in "'\"":
             quote = c
@@ -51,22 +60,24 @@ def _split_top(body: str, sep: str = ",") -> tuple[list[str], bool]:
         elif depth and c == depth[-1]:
             depth.pop()
         elif not depth and c in ")}":
-            parts.append("".join(cur))
+            parts.append(body[start:i])
             return [p for p in parts if p.strip()], True
         elif not depth and c == sep:
-            parts.append("".join(cur))
-            cur = []
-            i += 1
-            continue
-        cur.append(c)
-        i += 1
-    if cur and not quote and not depth:
-        parts.append("".join(cur))
+            parts.append(body[start:i])
+            start = i + 1
+    if start < len(body) and not quote and not depth:
+        parts.append(body[start:])
     return [p for p in parts if p.strip()], False
 
 
 def _value(text: str) -> Any:
     text = text.strip()
+    if text in _CONSTANTS:
+        return _CONSTANTS[text]
+    if _SIMPLE_VALUE.fullmatch(text):  # ints, floats, plain quoted strings: no parser needed
+        if text[0] in "'\"":
+            return text[1:-1]
+        return float(text) if "." in text or "e" in text else int(text)
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):

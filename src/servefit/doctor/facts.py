@@ -202,3 +202,5 @@ class LogFacts(_Frozen):
     launches_total: int = 0
     launches: list[LaunchFacts] = Field(default_factory=list)  # the most recent ones (bounded)
     dropped_launches: int = 0  # older launches not kept (bounded memory)
+    skipped_lines: int = 0  # recognised lines whose values could not be read (torn, corrupted)
+    first_skipped_line: int | None = None

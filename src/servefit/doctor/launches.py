@@ -28,9 +28,13 @@ from servefit.doctor.argdump import args_from_command
 from servefit.doctor.facts import LaunchFacts, LogFacts
 from servefit.doctor.reader import Hit, LineSource, scan
 from servefit.doctor.rules import EventKind
+from servefit.doctor.serving import SERVING_KEYS, ServingLines
 from servefit.errors import ArgumentError, ServefitError
+from servefit.validate import readable_file
 
 MAX_KEPT = 50
+# what applying a recognised line can raise when its values are not what the rule promised
+_UNREADABLE = (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError)
 _START = {EventKind.ARGS_DUMP, EventKind.VERSION, EventKind.ARGS_NONDEFAULT, EventKind.COMMAND}
 # errors an engine raises only while it starts (memory pool sizing, argument checks)
 _STARTUP_ONLY_ERRORS = {"startup_memory", "arg_error"}
@@ -39,8 +43,13 @@ _STARTUP_ONLY_ERRORS = {"startup_memory", "arg_error"}
 class Splitter:
     def __init__(self) -> None:
         self.current = LaunchAcc(1)
-        self.kept: deque[LaunchFacts] = deque(maxlen=MAX_KEPT)
+        # the last MAX_KEPT launches, frozen only at the end: older ones are never frozen
+        self._closed: deque[LaunchAcc] = deque(maxlen=MAX_KEPT)
         self.total = 0
+
+    @property
+    def kept(self) -> list[LaunchFacts]:
+        return [acc.freeze() for acc in self._closed]
 
     def feed(self, hit: Hit) -> None:
         if self._starts_new(hit):
@@ -57,7 +66,7 @@ class Splitter:
             return  # a command with no log after it is not a launch
         self.total += 1
         acc.index = self.total
-        self.kept.append(acc.freeze())
+        self._closed.append(acc)
 
     def _starts_new(self, hit: Hit) -> bool:
         acc, kind = self.current, hit.event["kind"]
@@ -103,27 +112,38 @@ class Splitter:
         return False
 
 
-def read_log(source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes]) -> LogFacts:
-    """Parse a whole log in one streaming pass."""
+def read_log(
+    source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes], *, fast: bool = True
+) -> LogFacts:
+    """Parse a whole log in one streaming pass. `fast` reads a busy server's serving lines
+    straight into the launch (doctor/serving.py); the facts are the same without it."""
     path = str(source) if isinstance(source, (str, Path)) else "<stream>"
     size = modified = None
     if isinstance(source, (str, Path)) and str(source) != "-":
-        p = Path(source)
-        if not p.exists():
-            raise ServefitError(f"no such log file: {p}")
-        if p.is_dir():
-            raise ServefitError(f"{p} is a directory, not a log file")
+        # a regular file only: a FIFO would block until a writer appears, a device never ends
+        p = readable_file(source, "log")
         st = p.stat()
         size = st.st_size
         modified = datetime.fromtimestamp(st.st_mtime).isoformat(timespec="seconds")
-    lines = LineSource(source)
+        source = p
     splitter = Splitter()
+    serving = ServingLines(lambda: splitter.current) if fast else None
+    lines = LineSource(
+        source,
+        fast=serving,
+        bulk=serving.region if serving is not None else None,
+        fast_keys=SERVING_KEYS if serving is not None else frozenset(),
+    )
     try:
         for hit in scan(lines):
-            splitter.feed(hit)
+            try:
+                splitter.feed(hit)
+            except _UNREADABLE:  # values a rule read but the launch's facts cannot hold
+                lines.skip(hit.line.no)
     except OSError as exc:
         raise ServefitError(f"cannot read {path}: {exc.strerror or exc}") from None
     splitter.finish()
+    kept = splitter.kept
     return LogFacts(
         path=path,
         size_bytes=size,
@@ -131,8 +151,10 @@ def read_log(source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes]) -
         lines=lines.lines,
         ends_mid_line=lines.ends_mid_line,
         launches_total=splitter.total,
-        launches=list(splitter.kept),
-        dropped_launches=max(0, splitter.total - len(splitter.kept)),
+        launches=kept,
+        dropped_launches=max(0, splitter.total - len(kept)),
+        skipped_lines=lines.skipped,
+        first_skipped_line=lines.first_skipped,
     )
 
 
@@ -146,8 +168,13 @@ def pick(
 ) -> tuple[LaunchFacts | None, list[str]]:
     """The latest complete launch (one with an outcome), or the one matching --command; notes."""
     notes: list[str] = []
+    if log.skipped_lines:
+        notes.append(
+            f"{log.skipped_lines:,} line(s) could not be read and were skipped (torn or corrupted "
+            f"values), the first at line {log.first_skipped_line}"
+        )
     if not log.launches:
-        return None, ["no engine start-up lines found in this file"]
+        return None, [*notes, "no engine start-up lines found in this file"]
     if log.launches_total > 1:
         notes.append(f"the file holds {log.launches_total} launches")
     chosen = None
@@ -193,7 +220,12 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     m = _REL.match(text)
     if m:
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
-        return now - timedelta(**{unit: float(m.group(1))})
+        try:
+            return now - timedelta(**{unit: float(m.group(1))})
+        except (OverflowError, ValueError):
+            raise ArgumentError(
+                f"--since {text!r}: that is before any date a log can carry"
+            ) from None
     t = text.strip().replace("T", " ")
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
         try:

@@ -21,13 +21,13 @@ from __future__ import annotations
 import io
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from servefit.doctor import sglang, vllm
-from servefit.doctor.rules import EXCEPTION_LINE, GENERIC_RULES, Event, EventKind, Rule
+from servefit.doctor.rules import EXCEPTION_LINE, GENERIC_RULES, BadLine, Event, EventKind, Rule
 from servefit.engines.secretflags import redactor
 
 MAX_LINE = 64 * 1024
@@ -67,7 +67,9 @@ def _trie_regex(words: list[str]) -> str:
 # launch commands written into the file (shell echo, excerpts): "python -m sglang.launch_server",
 # "sglang serve", "vllm serve", "python -m vllm.entrypoints.openai.api_server"
 _COMMAND_WORDS = ("-m sglang.", "glang serve", "vllm serve", "-m vllm.entrypoints")
-_FILTER_TEXT = _trie_regex([*_KEYS, "Error: ", "Exception: ", "Interrupt: ", *_COMMAND_WORDS])
+FILTER_WORDS = (*_KEYS, "Error: ", "Exception: ", "Interrupt: ", *_COMMAND_WORDS)
+_FILTER_TEXT = _trie_regex(list(FILTER_WORDS))
+trie_regex = _trie_regex
 _FILTER_STR = re.compile(_FILTER_TEXT)
 _COMMAND = re.compile("|".join(re.escape(w) for w in _COMMAND_WORDS))
 _FILTER_BYTES = re.compile(_FILTER_TEXT.encode())
@@ -82,6 +84,7 @@ _VLLM_PROC = re.compile(
 _VLLM_LEVEL = re.compile(
     r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d)"
 )
+SGL_PREFIX = _SGL_PREFIX
 _CONTAINER_TS = re.compile(r"^(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:\.\d+)?\s*\|")
 _RANK_TAG = re.compile(r"(?:DP|PP|PCP|TP|DCP|EP)\d+")
 
@@ -112,10 +115,32 @@ class LineSource:
 
     CHUNK = 1 << 20
 
-    def __init__(self, source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes]):
+    def __init__(
+        self,
+        source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes],
+        fast: Callable[[int, bytes | str, bytes | str, int], bool] | None = None,
+        bulk: Callable[[bytes | str, int, int], int] | None = None,
+        fast_keys: frozenset[bytes | str] = frozenset(),
+    ):
         self.source = source
+        # bulk(chunk, start of a hit line, its number) reads the lines from there up to the
+        # returned position itself (start: none of them)
+        self.bulk = bulk
+        self.fast_keys = fast_keys  # the keys of the lines fast and bulk read
+        # fast(line number, line, its only key, where the key is) reads a line itself and
+        # returns True, or
+        # returns False to have it yielded (doctor/serving.py)
+        self.fast = fast
         self.lines = 0
         self.ends_mid_line = False
+        self.skipped = 0  # recognised lines whose values could not be read
+        self.first_skipped: int | None = None
+
+    def skip(self, no: int) -> None:
+        """Count a line that is skipped because it could not be read (torn, corrupted)."""
+        self.skipped += 1
+        if self.first_skipped is None:
+            self.first_skipped = no
 
     def _chunks(self) -> Iterator[str | bytes]:
         src = self.source
@@ -164,19 +189,32 @@ class LineSource:
     def _scan(self, body: str | bytes, nl: str | bytes) -> Iterator[tuple[int, str]]:
         """Hit lines of `body` (whole lines, ending with a newline)."""
         pattern = _FILTER_BYTES if isinstance(body, bytes) else _FILTER_STR
-        base, counted_to, done = self.lines, 0, 0
-        for m in pattern.finditer(body):  # type: ignore[arg-type]
-            if m.start() < done:
-                continue  # a second key on a line already taken
+        base, counted_to, pos = self.lines, 0, 0
+        while (m := pattern.search(body, pos)) is not None:  # type: ignore[arg-type]
             start = body.rfind(nl, 0, m.start()) + 1  # type: ignore[arg-type]
             stop = body.find(nl, m.end())  # type: ignore[arg-type]
             base += body.count(nl, counted_to, start)  # type: ignore[arg-type]
             counted_to = start
+            key = m.group()
+            serving = key in self.fast_keys
+            if serving and self.bulk is not None:
+                end = self.bulk(body, start, base + 1)
+                if end > start:  # whole lines [start, end) read in one go
+                    base += body.count(nl, start, end)  # type: ignore[arg-type]
+                    counted_to = pos = end
+                    continue
+            pos = stop + 1  # a second key on this line is the same line
             line = body[start:stop]
+            if (
+                serving
+                and self.fast is not None
+                and pattern.search(body, m.end(), stop) is None  # type: ignore[arg-type]
+                and self.fast(base + 1, line, key, m.start() - start)
+            ):
+                continue
             if isinstance(line, bytes):
                 line = line[:MAX_LINE].decode("utf-8", "replace")
             yield base + 1, line[:MAX_LINE]
-            done = stop + 1
         self.lines += body.count(nl)  # type: ignore[arg-type]
 
 
@@ -184,9 +222,20 @@ def scan(source: LineSource) -> Iterator[Hit]:
     """Events of the lines rules know, in file order, plus launch-command lines."""
     clean = redactor().text
     for no, raw in source.hits():
-        text = clean(_ANSI.sub("", raw.rstrip("\r\n")))
-        line = parse_prefix(no, text)
-        event, rule = match(text)
+        text = raw.rstrip("\r\n")
+        if "\x1b" in text:
+            text = _ANSI.sub("", text)
+        text = clean(text)
+        prefix = _SGL_PREFIX.match(text) if text.startswith("[") else None
+        if prefix is not None:  # the usual SGLang line (parse_prefix's first case)
+            line = LogLine(no, text[:MAX_LINE], prefix.group("ranks").strip(), prefix["ts"], None)
+        else:
+            line = parse_prefix(no, text)
+        try:
+            event, rule = match_cached(text, prefix)
+        except BadLine:
+            source.skip(no)
+            continue
         if event is not None:
             yield Hit(line, event, rule)
         elif _COMMAND.search(text) and not _engine_message(text):
@@ -200,6 +249,35 @@ def _engine_message(text: str) -> bool:
     enable them." (vllm/entrypoints/scale_out/factories.py:register_scale_out_api_routers, logged at every `vllm serve` start)."""
     head = text[:160]
     return bool(_VLLM_LEVEL.search(head) or _SGL_PREFIX.search(head))
+
+
+# What match() found for a line's text after its SGLang prefix: a crash loop prints the same
+# lines launch after launch, only the timestamps differ. (text -> (event, rule), or BadLine)
+_SEEN: dict[str, tuple[Event | None, Rule | None] | BadLine] = {}
+_MAX_SEEN = 4096
+
+
+def match_cached(text: str, prefix: re.Match[str] | None) -> tuple[Event | None, Rule | None]:
+    """match(), remembered by the text after the SGLang prefix (`prefix`, the line's match of
+    it): no rule reads the prefix (the anchored ones accept any bracketed prefix alike), and no
+    event holds text from it."""
+    key = text[prefix.end() :] if prefix is not None else text
+    found = _SEEN.get(key)
+    if found is None:
+        try:
+            found = match(text)
+        except BadLine as exc:
+            found = exc
+        if len(_SEEN) >= _MAX_SEEN:
+            _SEEN.clear()
+        _SEEN[key] = found
+    if isinstance(found, BadLine):
+        raise found
+    event, rule = found
+    if event is None:
+        return None, rule
+    # a copy: handlers keep lists from events
+    return {k: list(v) if isinstance(v, list) else v for k, v in event.items()}, rule
 
 
 def match(text: str) -> tuple[Event | None, Rule | None]:

@@ -81,6 +81,18 @@ class EventKind(str, Enum):
         return format(str(self.value), spec)
 
 
+class BadLine(ValueError):
+    """A line a rule recognises whose values cannot be read (a torn or corrupted line: "avail
+    mem=1.2.3 GB", a 400-digit number): the reader skips it and counts it."""
+
+
+# Beyond this a "number" in a log is corruption, not a measurement (and float() loses it).
+_MAX_NUMBER = float(1 << 53)
+# Group sub-patterns that capture a number: their value must read as one.
+_NUMERIC_GROUP = re.compile(r"\(\?P<(\w+)>(?:-\?)?(?:\[\\d|\\d)")
+_CONVERT_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError)
+
+
 @dataclass(frozen=True)
 class Rule:
     key: str | tuple[str, ...]  # literal text every matching line contains (one of them)
@@ -89,9 +101,20 @@ class Rule:
     engine: str | None  # "sglang" | "vllm" | None (either)
     source: str  # where the engine prints it, e.g. "sglang/srt/...py:function"
     convert: Callable[[re.Match[str]], Event] | None = None
+    numeric: frozenset[str] = frozenset()  # groups that capture a number
 
     def event(self, m: re.Match[str]) -> Event:
-        data = self.convert(m) if self.convert else numbers(m.groupdict())
+        """The line's event; BadLine when its values do not read as the rule expects."""
+        try:
+            data = self.convert(m) if self.convert else numbers(m.groupdict())
+        except _CONVERT_ERRORS as exc:
+            raise BadLine(f"{type(exc).__name__}: {exc}"[:200]) from None
+        for key, value in data.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if not -_MAX_NUMBER <= value <= _MAX_NUMBER:  # also false for nan
+                    raise BadLine(f"{key} is not a plausible number")
+            elif key in self.numeric and value is not None and not isinstance(value, list):
+                raise BadLine(f"{key}={str(value)[:40]!r} is not a number")
         data["kind"] = self.kind
         return data
 
@@ -99,7 +122,8 @@ class Rule:
 def rule(
     key: str | tuple[str, ...], regex: str, kind: str, engine: str | None, source: str, convert=None
 ) -> Rule:
-    return Rule(key, re.compile(regex), EventKind(kind), engine, source, convert)
+    numeric = frozenset(_NUMERIC_GROUP.findall(regex)) - _TEXT_GROUPS
+    return Rule(key, re.compile(regex), EventKind(kind), engine, source, convert, numeric)
 
 
 def num(text: str | None) -> int | float | None:

@@ -40,7 +40,7 @@ def _graph_bs(m: re.Match[str]) -> Event:
     return {"bs": [int(x) for x in re.findall(r"\d+", m.group("bs"))]}
 
 
-_DECODE_PARTS = (
+DECODE_PARTS = (
     ("usage", re.compile(r"token usage: ([\d.]+)")),
     ("accept_len", re.compile(r"accept len: ([\d.]+)")),
     ("accept_rate", re.compile(r"accept rate: ([\d.]+)")),
@@ -53,7 +53,7 @@ def _decode(m: re.Match[str]) -> Event:
     """The decode stats line, read field by field (one regex with optional parts backtracks)."""
     out: Event = {"running": int(m.group("running")), "throughput": 0.0, "queue": 0}
     tail = m.string[m.end() :]
-    for name, pat in _DECODE_PARTS:
+    for name, pat in DECODE_PARTS:
         hit = pat.search(tail)
         if hit:
             out[name] = (

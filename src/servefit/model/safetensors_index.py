@@ -64,7 +64,7 @@ def _bad(path: Path, why: str) -> ConfigError:
 
 def read_header(path: Path) -> list[StoredTensor]:
     """The tensors of one .safetensors file, after validating its header against the file."""
-    path = readable_file(path, "safetensors file", error=ConfigError)
+    path = readable_file(path, "safetensors", error=ConfigError)
     try:
         with path.open("rb") as fh:
             raw = fh.read(8)
