@@ -270,7 +270,7 @@ def test_engine_rejections_are_predicted_failures(capsys):
     )
     p = json.loads(out)
     assert code == 1 and err == "" and p["verdict"] == "fail"
-    assert p["error"] == "sglang 0.5.9 argument error: --tp-size expects an int, got 'two'"
+    assert p["error"] == "launch_server.py: error: --tp-size expects an int, got 'two'"
 
 
 def test_models_and_gpus_lists(capsys):

@@ -24,10 +24,12 @@ REPO = Path(__file__).resolve().parents[2]
 SHIM = REPO / "tests" / "standin" / "shim"
 PYTHON = os.environ.get("PYTHON_FOR_TESTS") or __import__("sys").executable
 
-# Fast settings for the stand-in (its stages take 0.05-0.15 s); the waits in the tests are upper
-# bounds that guard against hangs, not timing assertions.
+# Fast settings for the stand-in (its stages take 0.05-0.15 s); the ready timeout and the waits
+# in the tests are upper bounds that guard against hangs, not timing assertions: generous, so
+# that a loaded machine only makes the tests slower. Tests that want a timeout move the
+# supervisor's clock (Supervised.advance).
 FAST = SupervisorConfig(
-    ready_timeout_s=20.0,
+    ready_timeout_s=120.0,
     probe_timeout_s=1.0,
     chat_timeout_s=5.0,
     probe_interval_s=0.05,
@@ -65,7 +67,7 @@ def standin_argv(engine: str, port: int, fault: str = "none", *extra: str) -> li
     ]
 
 
-def wait_for(pred: Callable[[], bool], timeout: float = 15.0, step: float = 0.02) -> bool:
+def wait_for(pred: Callable[[], bool], timeout: float = 60.0, step: float = 0.02) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():
@@ -75,20 +77,32 @@ def wait_for(pred: Callable[[], bool], timeout: float = 15.0, step: float = 0.02
 
 
 class Supervised:
-    """A run under an in-process supervisor thread."""
+    """A run under an in-process supervisor thread. Its clock (ready timeout, time since ready)
+    runs with the real one until a test moves it on: a timeout is then a test's decision,
+    taken once the engine is where the test wants it, whatever the machine's load."""
 
     def __init__(self, run: RunDir) -> None:
         self.run = run
         self.states: list[str] = []
+        self.offset = 0.0
+        self.supervisor = Supervisor(run, clock=lambda: time.monotonic() + self.offset)
         self.thread = threading.Thread(target=self._main, daemon=True)
         self.final: RunRecord | None = None
         self.error: BaseException | None = None
 
     def _main(self) -> None:
         try:
-            self.final = Supervisor(self.run).run()
+            self.final = self.supervisor.run()
         except BaseException as exc:  # surfaced by .join()
             self.error = exc
+
+    def advance(self, seconds: float) -> None:
+        """Move the supervisor's clock on (a ready timeout expires at its next poll)."""
+        self.offset += seconds
+
+    def last_probe(self) -> str:
+        prober = self.supervisor.prober
+        return prober.last if prober is not None else ""
 
     def start(self) -> Supervised:
         self.thread.start()
@@ -108,13 +122,13 @@ class Supervised:
     def record(self) -> RunRecord:
         return self.run.read()
 
-    def wait_state(self, *states: str, timeout: float = 15.0) -> RunRecord:
+    def wait_state(self, *states: str, timeout: float = 90.0) -> RunRecord:
         assert wait_for(lambda: self.record().state in states, timeout), (
             f"state {self.record().state!r}, wanted {states}; log:\n{self.log()}"
         )
         return self.record()
 
-    def join(self, timeout: float = 20.0) -> RunRecord:
+    def join(self, timeout: float = 90.0) -> RunRecord:
         self.thread.join(timeout)
         assert not self.thread.is_alive(), f"supervisor still running; log:\n{self.log()}"
         if self.error is not None:

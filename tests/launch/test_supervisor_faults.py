@@ -54,17 +54,21 @@ def test_healthy_sglang_goes_through_every_stage_to_ready_then_stops(supervise):
 
 
 def test_slow_weight_load_is_reported_as_loading_weights_and_times_out(supervise):
-    cfg = FAST.model_copy(update={"ready_timeout_s": 1.0, "grace_s": 2.0})
+    # the timeout is the test's move, once the engine is loading its weights (not a race
+    # between a short timeout and the stand-in's start-up on a busy machine)
+    cfg = FAST.model_copy(update={"ready_timeout_s": 600.0, "grace_s": 2.0})
     s = supervise(
         standin_argv("sglang", free_port(), "slow-weight-load"),
         config=cfg,
-        env={"STANDIN_WEIGHT_LOAD_S": "30"},
+        env={"STANDIN_WEIGHT_LOAD_S": "3600"},
     )
-    final = s.join()
+    s.wait_state("loading_weights", timeout=120)
+    s.advance(601)
+    final = s.join(timeout=120)
     assert "loading_weights" in s.states
     assert final.state == "failed"
     assert final.message.startswith(
-        "not ready after 1 s (engine: loading weights; last probe: GET /health: "
+        "not ready after 600 s (engine: loading weights; last probe: GET /health: "
     )
     assert final.timings.allocating is None  # "Load weight end" never came
     # a start-up that failed is stopped by the supervisor (it holds the GPUs), not left behind
@@ -119,12 +123,17 @@ def test_crash_after_the_first_request_is_caught_before_ready(supervise):
 
 
 def test_hung_health_check_fails_after_the_ready_timeout(supervise):
-    cfg = FAST.model_copy(update={"ready_timeout_s": 1.5, "probe_timeout_s": 0.2})
+    cfg = FAST.model_copy(update={"ready_timeout_s": 600.0, "probe_timeout_s": 0.2})
     s = supervise(standin_argv("sglang", free_port(), "hung-health"), config=cfg)
-    final = s.join()
+    # the engine printed "fired up" and a /health probe went unanswered: then time runs out
+    assert wait_for(
+        lambda: s.record().facts.engine_says_ready and "no answer" in s.last_probe(), 120
+    ), s.log()
+    s.advance(601)
+    final = s.join(timeout=120)
     assert final.state == "failed" and "ready" not in s.states
     assert final.message.startswith(
-        "not ready after 1.5 s (engine: capturing graphs; last probe: GET /health: no answer within 0.2 s)"
+        "not ready after 600 s (engine: capturing graphs; last probe: GET /health: no answer within 0.2 s)"
     )
     assert final.facts.engine_says_ready  # the engine printed "fired up", /health never answered
     assert final.stop.by == "not ready in time"

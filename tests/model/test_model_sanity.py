@@ -8,12 +8,12 @@ import struct
 
 import pytest
 
+from servefit._plan.planner import PlanRequest, plan
 from servefit.catalog import find
 from servefit.errors import ConfigError
 from servefit.model.inventory import build_model_spec, load_model
 from servefit.model.quant import parse_quant, quantization_rejection, unknown_method_warning
 from servefit.model.safetensors_index import read_checkpoint, read_header
-from servefit.plan.planner import PlanRequest, plan
 from tests.model.test_model_safetensors import TINY, tiny_tensors, write_safetensors
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from servefit import catalog
+from servefit._plan.planner import PlanRequest, plan
 from servefit.errors import ServefitError
-from servefit.plan.planner import PlanRequest, plan
 
 COUNTS = (
     "max_total_num_tokens",

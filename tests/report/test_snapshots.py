@@ -105,6 +105,11 @@ def _normalise(text: str) -> str:
 
 
 def _cli(capsys, monkeypatch, argv: list[str], width: str) -> str:
+    # paths as the repository names them, whatever the checkout's location (the text is
+    # wrapped before _normalise could shorten an absolute path)
+    root = LOGS.parents[2]
+    monkeypatch.chdir(root)
+    argv = [str(Path(a).relative_to(root)) if a.startswith(str(LOGS)) else a for a in argv]
     if width == "pipe":
         monkeypatch.delenv("COLUMNS", raising=False)
     else:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,8 @@ class _Prober(threading.Thread):
 class Supervisor:
     """Runs one launch from spawn to exit; `run()` returns the final record."""
 
-    def __init__(self, run: RunDir) -> None:
+    def __init__(self, run: RunDir, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` measures the ready timeout and the time since ready (tests move it on)."""
         if run.spec is None:
             raise ValueError(
                 f"no launch spec for {run.path}: the supervisor gets it from prepare_run or, "
@@ -151,7 +153,8 @@ class Supervisor:
         self.proc: subprocess.Popen[bytes] | None = None
         self.progress = LogProgress(self.record.engine)
         self.prober: _Prober | None = None
-        self._t0 = time.monotonic()
+        self.clock = clock
+        self._t0 = clock()
         self._ready_mono: float | None = None
         self._dirty = False
 
@@ -271,7 +274,7 @@ class Supervisor:
             rec.pid_start_ticks = procs.start_ticks(pid)
             rec.timings.started = time.time()
             self.record = rec
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
         return True
 
     def _read_log(self, lines: list[str]) -> None:
@@ -298,13 +301,13 @@ class Supervisor:
             rec.auth_note = prober.auth_note
             self._enter("ready", fill=False)
             rec.timings.time_to_ready_s = round(rec.timings.ready - rec.timings.started, 3)  # type: ignore[operator]
-            self._ready_mono = time.monotonic()
+            self._ready_mono = self.clock()
             return
         if prober.unresponsive:
             self._fail(f"the engine {prober.unresponsive}")
             self._not_ready_stop("stopped answering after its first request")
             return
-        waited = time.monotonic() - self._t0
+        waited = self.clock() - self._t0
         if waited > rec.config.ready_timeout_s:
             stage = STATE_LABEL[rec.state]
             self._fail(
@@ -356,7 +359,7 @@ class Supervisor:
     def _exit_message(self, how: str) -> str:
         rec, prober = self.record, self.prober
         if rec.timings.ready is not None and self._ready_mono is not None:
-            after = time.monotonic() - self._ready_mono
+            after = self.clock() - self._ready_mono
             msg = f"the engine {how} {after:.1f} s after it became ready"
         elif prober is not None and prober.first_ok_at is not None:
             msg = f"the engine {how} right after answering its first request"
