@@ -1119,6 +1119,11 @@ SUMMARY: dict[tuple[str, str], str] = {
         "decoding under disaggregation, out-of-tree speculative algorithms, deterministic "
         "rejection sampling)"
     ),
+    ("vllm", "0.13.0"): (
+        "the KV-memory errors of check_enough_kv_cache_memory gain a documentation link (exact "
+        "texts change); NemotronH gets a MODELS_CONFIG_MAP entry (an empty hook); the "
+        "prefill-context-parallel defaults move out of the prefix-caching defaults"
+    ),
     ("vllm", "0.19.0"): (
         "the peak-activation figure of the `--kv-cache-memory` suggestion line no longer adds "
         "the CUDA-graph estimate (matters with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1); "
