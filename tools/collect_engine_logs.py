@@ -76,7 +76,8 @@ def record(case: EngineCase, models: Path) -> dict:
     spec = ServeSpec(bin_dir=engine_env.venv_bin(case.release), model=models / case.model,
                      flags=case.flags, env=dict(case.env))
     log_path = OUT / f"{case.name}.log"
-    server = EngineServer(spec, log_path)
+    # written under another name until the engine is stopped: a log in place is a whole start
+    server = EngineServer(spec, log_path.with_suffix(".log.partial"))
     started = dt.datetime.now().isoformat(timespec="seconds")
     outcome = server.start(ready_timeout=1200)
     served = None
@@ -87,6 +88,7 @@ def record(case: EngineCase, models: Path) -> dict:
     left = server.stop()
     if left:
         raise SystemExit(f"collect: error: processes {left} of {case.name} survived the stop")
+    server.log_path.replace(log_path)
     return {
         "name": case.name,
         "log": log_path.name,

