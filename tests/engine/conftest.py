@@ -40,10 +40,16 @@ def _selected(config: pytest.Config) -> bool:
     return "engine" in (config.getoption("markexpr", "") or "")
 
 
+# Modules that start engines through `servefit launch` run first: the pool adopts their logs,
+# so the other modules compare with those starts instead of starting the cases again.
+FIRST = ("test_real_launch.py",)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     engine_items = [item for item in items if item.get_closest_marker("engine")]
     if not engine_items:
         return
+    items.sort(key=lambda item: item.path.name not in FIRST)  # stable: file order otherwise
     if not _selected(config):
         skip = pytest.mark.skip(reason=NOT_SELECTED)
         for item in engine_items:

@@ -1,4 +1,10 @@
-"""One live engine at a time, shared by the tests that ask for the same case."""
+"""One live engine at a time, shared by the tests that ask for the same case.
+
+Every start of the suite adds `--enforce-eager`: without it the CPU build compiles the model with
+torch.compile first (1-3 minutes per start on two cores), and the memory it sizes is the same
+either way (the CPU platform captures no CUDA graphs; the recorded logs in tests/data/engine-logs,
+started without the flag, show the same figures).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,12 @@ from tools import engine_env
 from tools.engine_cases import CASES, EngineCase
 from tools.engine_server import EngineServer, Outcome, ServeSpec
 
+EAGER = ("--enforce-eager",)
+
 
 class EnginePool:
-    """At most one live server; a server is shared by every test that asks for its case."""
+    """At most one live server; a case is started once and its server (or, once stopped, its
+    log) is shared by every test that asks for it."""
 
     def __init__(self, models: Path, logs: Path) -> None:
         self.models = models
@@ -18,39 +27,45 @@ class EnginePool:
         self.current: tuple[str, EngineServer] | None = None
         self.finished: dict[str, EngineServer] = {}
 
-    def spec(self, case: EngineCase, extra: tuple[str, ...] = ()) -> ServeSpec:
+    def model(self, name: str) -> Path:
+        return self.models / CASES[name].model
+
+    def spec(self, case: EngineCase, extra: tuple[str, ...] = EAGER) -> ServeSpec:
         return ServeSpec(bin_dir=engine_env.venv_bin(case.release),
                          model=self.models / case.model, flags=(*case.flags, *extra),
                          env=dict(case.env))
 
-    def serve(self, name: str, extra: tuple[str, ...] = ()) -> EngineServer:
+    def flags(self, name: str) -> tuple[str, ...]:
+        """The engine flags the case's server was started with (after the model)."""
+        server = self.serve(name)
+        return server.spec.flags
+
+    def serve(self, name: str) -> EngineServer:
         """The started server of a case (ready, or exited for a failure case)."""
-        key = name + "".join(extra)
-        if self.current and self.current[0] == key:
+        if self.current and self.current[0] == name:
             return self.current[1]
-        if key in self.finished:
-            return self.finished[key]
+        if name in self.finished:
+            return self.finished[name]
         self.release()
-        case = CASES[name]
-        server = EngineServer(self.spec(case, extra), self.logs / f"{name}.log")
+        server = EngineServer(self.spec(CASES[name]), self.logs / f"{name}.log")
         outcome: Outcome = server.start(ready_timeout=900)
         if outcome.state == "ready":
-            self.current = (key, server)
+            self.current = (name, server)
         else:
             server.stop()
-            self.finished[key] = server
+            self.finished[name] = server
         return server
 
-    def adopt(self, name: str, log_path: Path, state: str) -> None:
+    def adopt(self, name: str, log_path: Path, state: str, extra: tuple[str, ...]) -> None:
         """A start made elsewhere (by `servefit launch`) whose log the other tests share."""
-        server = EngineServer(self.spec(CASES[name]), log_path)
+        server = EngineServer(self.spec(CASES[name], extra), log_path)
         server.outcome = Outcome(state, 0.0)
         self.finished[name] = server
 
     def release(self) -> None:
         if self.current is not None:
-            key, server = self.current
+            name, server = self.current
             left = server.stop()
-            assert not left, f"processes {left} of {key} survived the stop"
-            self.finished[key] = server
+            assert not left, f"processes {left} of {name} survived the stop"
+            self.finished[name] = server
             self.current = None

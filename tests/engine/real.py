@@ -96,7 +96,7 @@ def env_options(case: EngineCase) -> list[str]:
     return [f"--env={k}={v}" for k, v in case.env.items()]
 
 
-def plan_args(case: EngineCase, model: Path, *extra: str) -> list[str]:
-    """`servefit plan` of the case's launch on the CPU, as a user would write it."""
-    return ["plan", "--device", "cpu", "--engine", f"vllm=={case.release}", *env_options(case),
-            "--format", "json", *extra, "--", "vllm", "serve", str(model), *case.flags]
+def plan_args(case: EngineCase, model: Path, flags: tuple[str, ...], command: str = "plan") -> list[str]:
+    """`servefit plan` (or explain) of a launch on the CPU, as a user would write it."""
+    return [command, "--device", "cpu", "--engine", f"vllm=={case.release}", *env_options(case),
+            "--format", "json", "--", "vllm", "serve", str(model), *flags]
