@@ -1044,7 +1044,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "sglang", "0.5.11", "0.5.12",
         "only DeepSeek-V4 / MiMo-V2 / Laguna / MiniCPM-V-4.6 / InternS2 paths, NPU / XPU / MUSA "
-        "paths, FROZEN_KV_MTP and the DFLASH window flag (renamed), MoE and FP4-expert kernel "
+        "paths, a FROZEN_KV_MTP algorithm and registered custom speculative algorithms, the DFLASH "
+        "window flag (renamed), MoE and FP4-expert kernel "
         "choices, PP layer bookkeeping moved into adjust_hybrid_swa_layers_for_pp, the NemotronH "
         "adjustments moved verbatim to arg_groups/nemotron_h_hook.py, ReqToTokenPool keeps its "
         "size + 1 rows (as _alloc_size), and a log line of the no-op KV pool",
@@ -1053,7 +1054,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
          "Scheduler.init_model_worker", "_finalize_allocation_log", "ReqToTokenPool.__init__",
          "swa_memory_pool.py:SWAKVPool", "ModelRunner.initialize", "ModelRunner.load_model",
          "create_memory_pool_configurator", "_handle_environment_variables",
-         "_handle_model_specific_adjustments"),
+         "_handle_model_specific_adjustments", "spec_info.py:SpeculativeAlgorithm"),
     ),
     # Size-neutral changes inside releases that differ for other reasons.
     Equivalent(
@@ -1079,10 +1080,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "GDN temporal state shape transposed (num_v_heads/tp, head_v_dim, head_k_dim): same "
         "bytes; log wording for POWER / S390X / RISC-V CPUs; the free-memory assertion allows "
         "equality; encoder profiling skipped only for embedding-only multimodal input; LoRA, "
-        "kernel-config and speculative parallel-drafting options",
+        "kernel-config and speculative parallel-drafting options; the wording of GPTQ's 4-bit "
+        "kernel warning",
         ("gated_delta_net_state_shape", "_set_default_chunked_prefill_and_prefix_caching_args",
          "Worker.determine_available_memory", "GPUModelRunner.profile_run",
-         "GPUModelRunner.load_model", "EngineArgs.create_engine_config", "SpeculativeConfig"),
+         "GPUModelRunner.load_model", "EngineArgs.create_engine_config", "SpeculativeConfig",
+         "GPTQConfig.__init__"),
     ),
     Equivalent(
         "vllm", "0.20.2", "0.21.0",
