@@ -217,6 +217,20 @@ def readable_dir(raw: Any, what: str, *, error: type[ServefitError] = ArgumentEr
     return path
 
 
+def directory(raw: Any, what: str, *, error: type[ServefitError] = ArgumentError) -> Path:
+    """A directory to read from, which need not exist yet (nothing there: nothing in it); a
+    file or an unreadable directory there is an error."""
+    path = expand_path(raw, what, error=error)
+    st = _stat(path, what, error)
+    if st is None:
+        return path
+    if not stat.S_ISDIR(st.st_mode):
+        raise error(f"{what}: {_short(path)} is not a directory")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise error(f"{what}: {_short(path)}: permission denied")
+    return path
+
+
 def writable_dir(raw: Any, what: str, *, error: type[ServefitError] = ArgumentError) -> Path:
     """A directory servefit may create files in; created (with its parents) when missing."""
     path = expand_path(raw, what, error=error)
@@ -249,6 +263,36 @@ def writable_file(raw: Any, what: str, *, error: type[ServefitError] = ArgumentE
     if not os.access(parent, os.W_OK | os.X_OK):
         raise error(f"{what}: {_short(parent)}: permission denied (not writable)")
     return path
+
+
+# --------------------------------------------------------------------------------------------
+# URLs
+# --------------------------------------------------------------------------------------------
+
+
+def http_url(raw: Any, what: str, *, error: type[ServefitError] = ArgumentError) -> str:
+    """An http:// or https:// URL with a host and, when given, a port in 1..65535."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(raw, str) or not raw.strip():
+        raise error(f"{what}: empty URL")
+    url = raw.strip()
+    if not url.lower().startswith(("http://", "https://")):
+        raise error(f"{_show(url)} is not an http:// or https:// URL")
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        raise error(f"{what}: {_show(url)} contains whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise error(f"{what}: {_show(url)} is not a valid URL ({exc})") from None
+    if not parts.hostname:
+        raise error(f"{what}: {_show(url)} names no host")
+    if port is not None and not 0 < port < 65536:
+        raise error(f"{what}: port {port} is out of range")
+    if any(len(label) > 63 for label in parts.hostname.split(".")):
+        raise error(f"{what}: {_show(url)}: a host name label is longer than 63 characters")
+    return url
 
 
 # --------------------------------------------------------------------------------------------

@@ -73,9 +73,17 @@ def doctor(
     from servefit.doctor.launches import read_log
 
     if engine is not None:
-        from servefit.engines.registry import parse_engine
+        from servefit.engines.registry import select
 
-        parse_engine(engine)  # one clear line for a malformed --engine
+        select(engine)  # one clear line for a malformed --engine or release
+    if gpu is not None and gpu.lower() != "local":
+        from servefit.hardware.catalog import get_gpu
+
+        get_gpu(gpu)  # one clear line for a GPU servefit does not know
+    if model is not None:
+        from servefit.model.inventory import load_model
+
+        load_model(model)  # a --model that cannot be read is an error, not a silent fallback
     if command is not None:
         from servefit.engines.secretflags import redactor
 

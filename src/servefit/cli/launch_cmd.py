@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -35,10 +36,14 @@ it starts stops the engine. GPU names: `servefit gpus`; without --gpu the local 
 """
 
 
-def _runs_root(runs_dir: str | None) -> Path:
-    from servefit.launch.rundir import default_root
+def _runs_root(runs_dir: str | None, *, write: bool = False) -> Path:
+    """--runs-dir, else $SERVEFIT_RUNS_DIR, else the default: a directory (created to launch)."""
+    from servefit.launch.rundir import RUNS_ENV, default_root
+    from servefit.validate import directory, writable_dir
 
-    return Path(runs_dir).expanduser() if runs_dir else default_root()
+    what = "--runs-dir" if runs_dir else f"${RUNS_ENV}" if os.environ.get(RUNS_ENV) else "runs"
+    root = runs_dir or default_root()
+    return writable_dir(root, what) if write else directory(root, what)
 
 
 def _runs_dir_option(f):
@@ -199,6 +204,7 @@ def launch(
             "no launch command: put it after `--`, e.g. servefit launch -- python -m sglang.launch_server ..."
         )
     launch_cmd = parse_launch(list(words), opts.get("engine"))
+    root = _runs_root(runs_dir, write=True)  # before minutes of preflight: one clear line
     console = Console(highlight=False)
     gpus = local_gpus()
     request, skip, rejected = _plan_request(ctx, opts, launch_cmd, gpus)
@@ -231,7 +237,7 @@ def launch(
         keep_failed=keep_failed,
     )
     run = prepare_run(
-        _runs_root(runs_dir),
+        root,
         launch_cmd,
         extra_env=env_from_cli(opts),  # for the plan and the engine's environment
         plan=pre.plan,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from servefit.validate import GPU_COUNT, MAX_SECONDS, BoundedInt, FiniteFloat
+
 EPILOG = """\b
 Examples:
   servefit verify http://127.0.0.1:30000
@@ -43,12 +45,10 @@ CHECK_NAMES = (
 )
 
 
-def _check_url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    from servefit.errors import ServefitError
+def _check_url(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from servefit.validate import http_url
 
-    if value is not None and not value.startswith(("http://", "https://")):
-        raise ServefitError(f"{value!r} is not an http:// or https:// URL")
-    return value
+    return None if value is None else http_url(value, param.name or "URL")
 
 
 @click.command("verify", epilog=EPILOG)
@@ -88,13 +88,13 @@ def _check_url(_ctx: click.Context, _param: click.Parameter, value: str | None) 
 )
 @click.option(
     "--num-gpus",
-    type=click.IntRange(min=1),
+    type=GPU_COUNT,
     default=None,
     help="GPUs of the instance; the TP size when --tp is not given.",
 )
 @click.option(
     "--tp",
-    type=click.IntRange(min=1),
+    type=GPU_COUNT,
     default=None,
     help="Tensor-parallel size (default: the server's tp_size, else --num-gpus, else 1).",
 )
@@ -112,16 +112,25 @@ def _check_url(_ctx: click.Context, _param: click.Parameter, value: str | None) 
     help="Bearer token for servers started with --api-key (env SERVEFIT_API_KEY).",
 )
 @click.option(
+    "--deadline",
+    "deadline_s",
+    type=FiniteFloat(1.0, MAX_SECONDS),
+    default=1200.0,
+    show_default=True,
+    help="Seconds for the whole run: each check gets a share and none runs past it, "
+    "whatever the server does.",
+)
+@click.option(
     "--timeout",
     "timeout_s",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloat(0.1, MAX_SECONDS),
     default=120.0,
     show_default=True,
     help="Seconds to wait for a response or the next stream event.",
 )
 @click.option(
     "--max-tokens",
-    type=click.IntRange(min=16),
+    type=BoundedInt(16, 1 << 20),
     default=1024,
     show_default=True,
     help="Token limit of the degenerate-output and reasoning prompts.",
@@ -154,6 +163,7 @@ def verify(
     tp: int | None,
     config: str | None,
     api_key: str | None,
+    deadline_s: float,
     timeout_s: float,
     max_tokens: int,
     skip: tuple[str, ...],
@@ -186,6 +196,7 @@ def verify(
         reference_url=reference,
         api_key=api_key,
         timeout_s=timeout_s,
+        deadline_s=deadline_s,
         max_tokens=max_tokens,
         roofline=roofline,
         skip=skip,

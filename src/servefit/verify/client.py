@@ -6,19 +6,37 @@ single line fit for the report. Streams are read as server-sent events (`data: {
 ended by `data: [DONE]`), the framing SGLang and vLLM both use
 (sglang/srt/entrypoints/openai/serving_chat.py:_generate_chat_stream,
 vllm/entrypoints/openai/chat_completion/serving.py:chat_completion_stream_generator).
+
+Nothing a server sends can keep it busy or fill its memory: every response and stream is read
+chunk by chunk, decompressed by servefit itself with a byte cap (MAX_BODY_BYTES; it asks for
+no compression, and a gzip bomb stops at the cap), a stream line is capped (MAX_LINE_BYTES),
+a whole body must arrive within the request timeout and a stream must send a data event
+within it (keep-alive comments and dripped bytes do not count), a stream longer than its
+max_tokens is cut, a loop in a stream stops it, and every request ends at the client's
+Deadline, whatever the server does.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from servefit.redact import mask, redact_url
+from servefit.verify.detectors import LoopDetector
+
+# Far above anything a check asks for (a /metrics page is ~100 KB, 1,024 tokens of text ~10 KB
+# a stream ~1 MB with its JSON framing), far below what hurts.
+MAX_BODY_BYTES = 32 << 20
+MAX_LINE_BYTES = 1 << 20
+# A stream may carry more token events than max_tokens only by a margin (a final chunk, a
+# tool call split in pieces); one event never carries less than one token.
+_EVENT_MARGIN = 16
 
 # Called with (channel, text) for each streamed delta, channel "content" or "reasoning";
 # returning True stops the stream (the client closes the connection).
@@ -52,6 +70,7 @@ class Completion:
     events: int = 0  # data events that carried generated text
     stopped_early: bool = False  # the callback asked to stop
     done: bool = False  # "[DONE]" seen (streams) / complete body (non-stream)
+    loop: str | None = None  # a stream stopped on a certain loop: "channel: reason"
 
     @property
     def completion_tokens(self) -> int | None:
@@ -64,6 +83,57 @@ class Completion:
         details = (self.usage or {}).get("prompt_tokens_details") or {}
         value = details.get("cached_tokens") if isinstance(details, dict) else None
         return value if isinstance(value, int) else None
+
+
+class Deadline:
+    """A moment (time.monotonic) after which a client sends nothing and reads nothing more."""
+
+    def __init__(self, at: float | None = None) -> None:
+        self.at = at
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds)
+
+    def remaining(self) -> float | None:
+        return None if self.at is None else self.at - time.monotonic()
+
+    def expire(self) -> None:
+        self.at = time.monotonic() - 1.0
+
+
+class _Decoder:
+    """A response body's Content-Encoding undone with a bound on what each piece of input may
+    expand to (zlib's max_length), so a small compressed body cannot become gigabytes."""
+
+    PIECE = 1 << 20
+
+    def __init__(self, encoding: str | None, what: str) -> None:
+        enc = (encoding or "identity").strip().lower()
+        if enc in ("identity", ""):
+            self.zlib = None
+        elif enc in ("gzip", "x-gzip"):
+            self.zlib = zlib.decompressobj(wbits=31)
+        elif enc == "deflate":
+            self.zlib = zlib.decompressobj(wbits=15)
+        else:
+            raise EndpointError(
+                f"{what}: the server sent a {enc!r}-encoded body, which servefit did not ask for"
+            )
+        self.what = what
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        if self.zlib is None:
+            yield data
+            return
+        try:
+            while data:
+                out = self.zlib.decompress(data, self.PIECE)
+                data = self.zlib.unconsumed_tail
+                if out:
+                    yield out
+        except zlib.error as exc:
+            raise EndpointError(f"{self.what}: the compressed body is corrupt ({exc})") from None
 
 
 def normalize_base_url(url: str) -> str:
@@ -110,18 +180,34 @@ class EndpointClient:
         timeout_s: float = 60.0,
         connect_timeout_s: float = 5.0,
         transport: httpx.BaseTransport | None = None,
+        deadline: Deadline | None = None,
+        max_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self.base_url = normalize_base_url(base_url)
         self.shown_url = redact_url(self.base_url)
         self.key_mark = mask(api_key) if api_key else None
         self.timeout_s = timeout_s
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.connect_timeout_s = connect_timeout_s
+        self.deadline = deadline or Deadline()
+        self.max_bytes = max_bytes
+        # identity: the body is decompressed here, with a bound (_Decoder)
+        headers = {"Accept-Encoding": "identity"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.Client(
             base_url=self.base_url,
             headers=headers,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             transport=transport,
         )
+
+    def bound(self, deadline: Deadline) -> EndpointClient:
+        """The same client (connections, key) under another deadline: one per check, so that
+        a check abandoned at its deadline cannot go on with the next check's time."""
+        other = object.__new__(EndpointClient)
+        other.__dict__.update(self.__dict__)
+        other.deadline = deadline
+        return other
 
     def close(self) -> None:
         self._http.close()
@@ -157,12 +243,87 @@ class EndpointClient:
             return f"{what}: the server closed the connection mid-response ({exc})"
         return f"{what}: {type(exc).__name__}: {exc}"
 
+    # ------------------------------------------------------------------ bounded I/O
+
+    def _budget(self, what: str) -> float:
+        """Seconds a request may take: the request timeout, cut to the deadline."""
+        left = self.deadline.remaining()
+        if left is not None and left <= 0:
+            raise EndpointError(f"{what}: not sent: the deadline passed")
+        return self.timeout_s if left is None else max(0.01, min(self.timeout_s, left))
+
+    def _open(self, method: str, path: str, what: str, body: Any = None) -> httpx.Response:
+        """Send a request; the response's body is left unread (the caller closes it)."""
+        budget = self._budget(what)
+        timeout = httpx.Timeout(budget, connect=min(self.connect_timeout_s, budget))
+        try:
+            request = self._http.build_request(method, path, json=body, timeout=timeout)
+            return self._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise EndpointError(self._transport_reason(exc, what)) from None
+        except httpx.InvalidURL as exc:
+            raise EndpointError(f"{what}: invalid URL ({exc})") from None
+
+    def _chunks(self, response: httpx.Response, what: str) -> Iterator[bytes]:
+        """The body as it arrives, decompressed, with the byte cap and the deadline."""
+        if response.is_stream_consumed:  # read already (a test's transport): decoded, whole
+            decoder, raws = _Decoder(None, what), iter([response.content])
+        else:
+            decoder = _Decoder(response.headers.get("content-encoding"), what)
+            raws = response.iter_raw()
+        total = 0
+        try:
+            for raw in raws:
+                for data in decoder.feed(raw):
+                    total += len(data)
+                    if total > self.max_bytes:
+                        raise EndpointError(
+                            f"{what}: the response is larger than {self.max_bytes:,} bytes "
+                            "(decompressed); servefit stops reading there"
+                        )
+                    yield data
+                left = self.deadline.remaining()
+                if left is not None and left <= 0:
+                    raise EndpointError(f"{what}: stopped at the deadline after {total:,} bytes")
+        except httpx.ReadTimeout:
+            raise EndpointError(
+                f"{what}: no data for {self.timeout_s:g} s after {total:,} bytes (timed out)"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise EndpointError(self._transport_reason(exc, what)) from None
+
+    def _whole(self, response: httpx.Response, what: str, started: float) -> bytes:
+        """A whole body: every byte within the request timeout (a drip is not an answer)."""
+        out = bytearray()
+        for data in self._chunks(response, what):
+            out += data
+            if time.monotonic() - started > self.timeout_s:
+                raise EndpointError(
+                    f"{what}: no complete response within {self.timeout_s:g} s "
+                    f"({len(out):,} bytes so far)"
+                )
+        return bytes(out)
+
+    def _request(self, method: str, path: str, what: str, body: Any = None) -> httpx.Response:
+        """A request whose whole (bounded) body is read; the response's status is the caller's."""
+        started = time.monotonic()
+        response = self._open(method, path, what, body)
+        try:
+            content = self._whole(response, what, started)
+        finally:
+            response.close()
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        return httpx.Response(
+            response.status_code, headers=headers, content=content, request=response.request
+        )
+
     def get(self, path: str) -> httpx.Response:
         """GET returning the response whatever its status; transport failures raise."""
-        try:
-            return self._http.get(path)
-        except httpx.HTTPError as exc:
-            raise EndpointError(self._transport_reason(exc, f"GET {path}")) from None
+        return self._request("GET", path, f"GET {path}")
 
     def get_json(self, path: str) -> Any:
         response = self.get(path)
@@ -181,10 +342,7 @@ class EndpointClient:
         """A non-streamed chat completion."""
         what = "POST /v1/chat/completions"
         started = time.perf_counter()
-        try:
-            response = self._http.post("/v1/chat/completions", json={**body, "stream": False})
-        except httpx.HTTPError as exc:
-            raise EndpointError(self._transport_reason(exc, what)) from None
+        response = self._request("POST", "/v1/chat/completions", what, {**body, "stream": False})
         if response.status_code >= 400:
             raise EndpointError(self._status_reason(response, what))
         try:
@@ -207,46 +365,117 @@ class EndpointClient:
             elapsed_s=time.perf_counter() - started,
             done=True,
         )
+        limit, used = body.get("max_tokens"), out.completion_tokens
+        if isinstance(limit, int) and used is not None and used > limit + _EVENT_MARGIN:
+            raise EndpointError(
+                f"{what}: {used} completion tokens for max_tokens {limit}: the server does not "
+                "stop at max_tokens"
+            )
         return out
 
     def stream_chat(
         self, body: dict[str, Any], on_delta: DeltaCallback | None = None
     ) -> Completion:
-        """A streamed chat completion; `on_delta` may stop it early (see DeltaCallback)."""
+        """A streamed chat completion; `on_delta` may stop it early (see DeltaCallback).
+        Without one, a loop detector per channel stops a stream that loops (Completion.loop)."""
         what = "POST /v1/chat/completions (stream)"
         payload = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        watch = _LoopWatch() if on_delta is None else None
+        callback = watch.feed if watch is not None else on_delta
         out = Completion()
         calls: dict[int, dict[str, Any]] = {}
         tokens: list[str] = []
         started = time.perf_counter()
         try:
-            with self._http.stream("POST", "/v1/chat/completions", json=payload) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise EndpointError(self._status_reason(response, what))
-                for line in response.iter_lines():
-                    if self._consume(line, out, calls, tokens, started, on_delta):
-                        break
-        except httpx.ReadTimeout:
-            raise EndpointError(
-                f"{what}: stream stalled, no data for {self.timeout_s:g} s "
-                f"after {out.events} token events"
-            ) from None
-        except httpx.HTTPError as exc:
-            if isinstance(exc, httpx.RemoteProtocolError) and out.events:
+            response = self._open("POST", "/v1/chat/completions", what, payload)
+        except EndpointError as exc:
+            if exc.reason.endswith("(timed out)"):  # no headers within the timeout
                 raise EndpointError(
-                    f"{what}: stream dropped after {out.events} token events ({exc})"
+                    f"{what}: stream stalled, no data for {self.timeout_s:g} s after 0 token events"
                 ) from None
-            raise EndpointError(self._transport_reason(exc, what)) from None
+            raise
+        try:
+            if response.status_code >= 400:
+                head = httpx.Response(
+                    response.status_code,
+                    headers=response.headers,
+                    content=self._whole(response, what, time.monotonic()),
+                )
+                raise EndpointError(self._status_reason(head, what))
+            ctype = response.headers.get("content-type", "")
+            if not ctype.lower().startswith("text/event-stream"):
+                first = next(self._chunks(response, what), b"")[:200]
+                raise EndpointError(
+                    f"{what}: the answer is not a stream of server-sent events (content-type "
+                    f"{ctype or 'none'!r}): {_snippet(first.decode('utf-8', 'replace'))}"
+                )
+            self._read_stream(response, what, body, out, calls, tokens, started, callback)
+        finally:
+            response.close()
         out.elapsed_s = time.perf_counter() - started
         out.tool_calls = [calls[i] for i in sorted(calls)]
         out.tokens = tokens or None
+        if watch is not None:
+            out.loop = watch.found
         if not out.stopped_early and not out.done and out.finish_reason is None:
             raise EndpointError(
                 f"{what}: stream ended after {out.events} token events without a "
                 "finish_reason or [DONE] (dropped connection?)"
             )
         return out
+
+    def _read_stream(
+        self,
+        response: httpx.Response,
+        what: str,
+        body: dict[str, Any],
+        out: Completion,
+        calls: dict[int, dict[str, Any]],
+        tokens: list[str],
+        started: float,
+        on_delta: DeltaCallback,
+    ) -> None:
+        """Server-sent events, split into lines here: a line without end is caught at its cap."""
+        limit = body.get("max_tokens")
+        buf = b""
+        last_data = time.monotonic()
+        try:
+            for chunk in self._chunks(response, what):
+                buf += chunk
+                while (nl := buf.find(b"\n")) >= 0:
+                    line, buf = buf[:nl].rstrip(b"\r").decode("utf-8", "replace"), buf[nl + 1 :]
+                    if line.startswith("data:"):
+                        last_data = time.monotonic()
+                    if self._consume(line, out, calls, tokens, started, on_delta):
+                        return
+                if len(buf) > MAX_LINE_BYTES:
+                    raise EndpointError(
+                        f"{what}: a stream line longer than {MAX_LINE_BYTES:,} bytes "
+                        "(no newline): not server-sent events"
+                    )
+                if time.monotonic() - last_data > self.timeout_s:
+                    raise EndpointError(
+                        f"{what}: no data event for {self.timeout_s:g} s after {out.events} "
+                        "token events (only keep-alive comments or dripped bytes)"
+                    )
+                if isinstance(limit, int) and out.events > limit + _EVENT_MARGIN:
+                    raise EndpointError(
+                        f"{what}: {out.events} token events for max_tokens {limit}: the server "
+                        "does not stop at max_tokens"
+                    )
+        except EndpointError as exc:
+            if "no data for" in exc.reason:  # the read timed out: name it as a stalled stream
+                raise EndpointError(
+                    f"{what}: stream stalled, no data for {self.timeout_s:g} s "
+                    f"after {out.events} token events"
+                ) from None
+            if "closed the connection" in exc.reason and out.events:
+                raise EndpointError(
+                    f"{what}: stream dropped after {out.events} token events"
+                ) from None
+            raise
+        if buf.strip():
+            self._consume(buf.decode("utf-8", "replace"), out, calls, tokens, started, on_delta)
 
     def _consume(
         self,
@@ -363,3 +592,18 @@ def _merge_tool_call(calls: dict[int, dict[str, Any]], piece: Any) -> None:
             call["function"]["name"] += fn["name"]
         if isinstance(fn.get("arguments"), str):
             call["function"]["arguments"] += fn["arguments"]
+
+
+class _LoopWatch:
+    """A loop detector per channel for streams read without a callback: the first certain
+    loop stops the stream and is kept as "channel: reason"."""
+
+    def __init__(self) -> None:
+        self.detectors = {"reasoning": LoopDetector(), "content": LoopDetector()}
+        self.found: str | None = None
+
+    def feed(self, channel: str, text: str) -> bool:
+        if self.detectors[channel].feed(text):
+            self.found = f"{channel}: {self.detectors[channel].finish().reason}"
+            return True
+        return False

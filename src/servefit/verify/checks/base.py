@@ -32,6 +32,8 @@ class VerifyOptions:
     reference_url: str | None = None  # the same model with speculative decoding off
     api_key: str | None = None
     timeout_s: float = 120.0  # per request (between stream events when streaming)
+    # the whole run: checks share it (runner._budget), none runs past it
+    deadline_s: float = 1200.0
     max_tokens: int = 1024  # degenerate-output and reasoning prompts (loops stop earlier)
     short_max_tokens: int = 128  # determinism, reference comparison, tools
     speed_max_tokens: int = 256

@@ -28,17 +28,20 @@ def decode_rate(c: Completion) -> tuple[float | None, int]:
     return ((tokens - 1) / span if span > 0 else None), tokens
 
 
-def _sweep(ctx: CheckContext, body: dict, level: int) -> tuple[float, float | None]:
-    """(aggregate tokens/s, mean per-stream decode tokens/s) for `level` concurrent streams."""
+def _sweep(ctx: CheckContext, body: dict, level: int) -> tuple[float, float | None, list[str]]:
+    """(aggregate tokens/s, mean per-stream decode tokens/s, the loops found) for `level`
+    concurrent streams."""
     import time
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=level) as pool:
         done = list(pool.map(lambda _: ctx.client.stream_chat(body), range(level)))
     wall = time.perf_counter() - started
+    looped = [c.loop for c in done if c.loop]
     total = sum(c.completion_tokens or c.events for c in done)
     rates = [r for r, _ in map(decode_rate, done) if r]
-    return total / wall if wall > 0 else 0.0, (sum(rates) / len(rates) if rates else None)
+    mean = sum(rates) / len(rates) if rates else None
+    return total / wall if wall > 0 else 0.0, mean, looped
 
 
 def _gpu(name: str):
@@ -91,6 +94,8 @@ def _bound(ctx: CheckContext, context_tokens: int):
 def run(ctx: CheckContext) -> CheckResult:
     body = ctx.chat_body(SPEED, max_tokens=ctx.options.speed_max_tokens, thinking=False)
     single = ctx.client.stream_chat(body)
+    if single.loop:  # stopped at a certain loop: measured all the same, and failed below
+        ctx.loops_seen.append(f"speed prompt, {single.loop}")
     rate, tokens = decode_rate(single)
     ttft = single.ttft_s
     evidence = [
@@ -108,11 +113,11 @@ def run(ctx: CheckContext) -> CheckResult:
     data: dict = {"ttft_s": ttft, "decode_tok_s": rate, "tokens": tokens}
 
     sweep: dict[int, float] = {}
-    for level in ctx.options.concurrency:
+    for level in () if single.loop else ctx.options.concurrency:  # a loop has no speed
         if level <= 1:
             continue
         try:
-            aggregate, per_stream = _sweep(ctx, body, level)
+            aggregate, per_stream, looped = _sweep(ctx, body, level)
         except EndpointError as exc:
             evidence.append(f"{level} streams: failed: {exc.reason}")
             return result(
@@ -120,6 +125,17 @@ def run(ctx: CheckContext) -> CheckResult:
                 TITLE,
                 "fail",
                 f"the server failed under {level} concurrent streams",
+                evidence,
+                **data,
+            )
+        if looped:  # one stream alone does not loop, several at once do
+            ctx.loops_seen.extend(f"speed, {level} streams, {loop}" for loop in looped)
+            evidence.append(f"{level} streams: {len(looped)} loop: {looped[0]}")
+            return result(
+                NAME,
+                TITLE,
+                "fail",
+                f"{len(looped)} of {level} concurrent streams loop",
                 evidence,
                 **data,
             )
@@ -163,4 +179,7 @@ def run(ctx: CheckContext) -> CheckResult:
                 )
             else:
                 summary += f", {ratio:.0%} of the {bound.tokens_per_s:,.0f} tok/s bound"
+    if single.loop:
+        status, summary = "fail", f"the speed prompt's output loops ({single.loop}); {summary}"
+        evidence.append(f"stream stopped at the loop after {single.events} token events")
     return result(NAME, TITLE, status, summary, evidence, **data)
