@@ -85,8 +85,9 @@ def test_no_test_refers_to_a_folder_beside_the_checkout():
 
 
 # Suites that test the whole tool rather than one package: tests/engine/ runs servefit against
-# real engines (pytest -m engine); tests/tools/ tests the repository's tools/ scripts.
-WHOLE_TOOL = {Path("engine"), Path("tools")}
+# real engines (pytest -m engine); tests/tools/ tests the repository's tools/ scripts;
+# tests/reliability/ throws the bad-input corpus at every command.
+WHOLE_TOOL = {Path("engine"), Path("tools"), Path("reliability")}
 
 
 def test_test_folders_mirror_the_package():

@@ -231,13 +231,18 @@ def directory(raw: Any, what: str, *, error: type[ServefitError] = ArgumentError
     return path
 
 
-def writable_dir(raw: Any, what: str, *, error: type[ServefitError] = ArgumentError) -> Path:
-    """A directory servefit may create files in; created (with its parents) when missing."""
+def writable_dir(
+    raw: Any, what: str, *, error: type[ServefitError] = ArgumentError, mode: int | None = None
+) -> Path:
+    """A directory servefit may create files in; created (with its parents) when missing, and
+    then given exactly `mode` when one is asked (the umask only removes bits)."""
     path = expand_path(raw, what, error=error)
     st = _stat(path, what, error)
     if st is None:
         try:
             path.mkdir(parents=True, exist_ok=True)
+            if mode is not None:
+                os.chmod(path, mode)
         except OSError as exc:
             raise os_error(exc, path, what, error) from None
     elif not stat.S_ISDIR(st.st_mode):

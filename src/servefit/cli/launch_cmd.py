@@ -38,12 +38,13 @@ it starts stops the engine. GPU names: `servefit gpus`; without --gpu the local 
 
 def _runs_root(runs_dir: str | None, *, write: bool = False) -> Path:
     """--runs-dir, else $SERVEFIT_RUNS_DIR, else the default: a directory (created to launch)."""
-    from servefit.launch.rundir import RUNS_ENV, default_root
+    from servefit.launch.rundir import DIR_MODE, RUNS_ENV, default_root
     from servefit.validate import directory, writable_dir
 
     what = "--runs-dir" if runs_dir else f"${RUNS_ENV}" if os.environ.get(RUNS_ENV) else "runs"
     root = runs_dir or default_root()
-    return writable_dir(root, what) if write else directory(root, what)
+    # a runs root servefit creates is private like every run in it (0700 whatever the umask)
+    return writable_dir(root, what, mode=DIR_MODE) if write else directory(root, what)
 
 
 def _runs_dir_option(f):
