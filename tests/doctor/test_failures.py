@@ -2,10 +2,10 @@
 engine's own wording.
 
 The SGLang memory errors are produced by servefit's own profiles (whose texts mirror the wheels'
-f-strings: v0_5_9/pools.py NOT_ENOUGH, v0_5_23/pools.py) and then embedded in a log the way the
+f-strings: v0_5_9/pools.py NOT_ENOUGH, flow/pools.py) and then embedded in a log the way the
 engine prints them: "[ts TPn] Scheduler hit an exception: Traceback ..." with the exception as
 the last line (sglang/srt/managers/scheduler.py:run_scheduler_process). The arg errors are the
-texts the profiles raise (engines/sglang/v0_5_*/args.py). vLLM texts are the f-strings of
+texts the profiles raise (engines/sglang/v0_5_9/args.py, flow/args.py). vLLM texts are the f-strings of
 vllm/v1/core/kv_cache_planning.py and vllm/v1/worker/utils.py (0.33) rendered with values.
 """
 

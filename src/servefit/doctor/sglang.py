@@ -479,8 +479,9 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
-# Arg-resolution errors the profiles predict (servefit/engines/sglang/v0_5_*/args.py); the
-# engine raises them before any memory is touched. Matched as Python exception lines.
+# Arg-resolution errors the profiles predict (servefit/engines/sglang/v0_5_9/args.py and
+# flow/args.py); the engine raises them before any memory is touched. Matched as Python
+# exception lines.
 ARG_ERROR_MARKERS: tuple[str, ...] = (
     "speculative decoding does not support dp attention",
     "mamba extra_buffer is not supported for",

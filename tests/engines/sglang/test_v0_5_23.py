@@ -15,6 +15,8 @@ import pytest
 from servefit import catalog
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import v0_5_23 as prof
+from servefit.engines.sglang.flow import args as flow_args
+from servefit.engines.sglang.flow import memory as flow_memory
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec
@@ -185,7 +187,7 @@ def test_nextn_defaults_keep_radix_extra_buffer_and_overlap():
         r["speculative_num_draft_tokens"],
     ) == (3, 1, 4)
     assert r["max_running_requests"] == 48
-    assert prof.args.RESET_48 in r.log_lines
+    assert flow_args.RESET_48 in r.log_lines
     assert r["mamba_radix_cache_strategy"] == "extra_buffer"
     assert r["disable_radix_cache"] is False and r["disable_overlap_schedule"] is False
     # no spec term: the same fraction as without spec, and the spec bs list ends at max_bs 256
@@ -202,7 +204,7 @@ def test_topk1_forces_draft_tokens_with_warning():
     }
     r = prof.resolve_args(qwen35_27b(), _gpu("h100-sxm", H100), args, {})
     assert r["speculative_num_draft_tokens"] == 3
-    assert prof.args.TOPK1_FIX in r.log_lines
+    assert flow_args.TOPK1_FIX in r.log_lines
 
 
 def test_auto_strategy_without_overlap_is_no_buffer():
@@ -224,8 +226,8 @@ def test_auto_strategy_without_overlap_is_no_buffer():
         r3["mamba_radix_cache_strategy"] == "extra_buffer"
         and r3["disable_overlap_schedule"] is True
     )
-    assert prof.pools.mamba_ratio(r3.values, {}) == 4
-    assert prof.pools.mamba_ratio(r.values, {}) == 3
+    assert flow_memory.mamba_ratio(r3.values, {}) == 4
+    assert flow_memory.mamba_ratio(r.values, {}) == 3
 
 
 def test_sm100_qwen35_override_runs_before_the_mamba_pass():

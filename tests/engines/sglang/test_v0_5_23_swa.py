@@ -26,7 +26,7 @@ import pytest
 
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import v0_5_23 as prof
-from servefit.engines.sglang.v0_5_23 import swa
+from servefit.engines.sglang.flow import swa
 from servefit.model.inventory import build_model_spec, load_model
 from tests.engines.sglang.handbuilt import gpus
 

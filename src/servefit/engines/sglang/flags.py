@@ -175,30 +175,9 @@ def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
         action = getattr(flag, "action", None)
         nargs = getattr(flag, "nargs", None)
         deprecated = getattr(flag, "deprecated", None)
-
-        # -- flags without a value -------------------------------------------------------
         if _takes_no_value(flag):
-            if inline is not None:
-                errors.append(f"{canonical}: ignored explicit argument {inline!r}")
-                continue
-            if action == "DeprecatedAction":
-                if deprecated:
-                    errors.append(deprecated)
-                else:
-                    warnings.append(
-                        f"The command line argument '{canonical}' is deprecated and will be "
-                        "removed in future versions."
-                    )
-                continue
-            if deprecated is not None:
-                warnings.append(_deprecation_notice(canonical, deprecated))
-            value: Any = flag.kind != "bool_false"
-            if action == "DeprecatedStoreConstAction":
-                value = getattr(flag, "const", None)
-            values[flag.dest] = value
-            result.given[flag.dest] = canonical
+            _store_switch(flag, canonical, inline, result)
             continue
-
         # -- gather the raw value(s) -----------------------------------------------------
         is_list = flag.kind == "list"
         if inline is not None:
@@ -207,7 +186,6 @@ def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
             raws = walk.take_all()
         else:
             raws = walk.take_one()
-
         if not raws:
             if nargs == "?":
                 values[flag.dest] = getattr(flag, "const", None)
@@ -220,41 +198,8 @@ def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
             what = "at least one argument" if is_list else "one argument"
             errors.append(f"{canonical}: expected {what}")
             continue
-
-        # -- convert and check -----------------------------------------------------------
-        kind = (getattr(flag, "item_kind", None) or "str") if is_list else flag.kind
-        parser = getattr(flag, "value_parser", None)
-        converted: list[Any] = []
-        bad = False
-        for raw in raws:
-            if action == "LoRAPathAction":
-                item = raw.strip()
-                try:
-                    converted.append(
-                        json.loads(item) if item.startswith("{") and item.endswith("}") else item
-                    )
-                except ValueError:
-                    errors.append(f"{canonical} expects JSON, got {raw!r}")
-                    bad = True
-                continue
-            try:
-                value = _convert_one(kind, parser, raw)
-            except BadValue as exc:
-                errors.append(f"{canonical}: {exc}")
-                bad = True
-                continue
-            except ValueError:
-                errors.append(f"{canonical} expects {_describe(kind, parser)}, got {raw!r}")
-                bad = True
-                continue
-            if flag.choices is not None and str(value) not in flag.choices:
-                errors.append(
-                    f"{canonical}: invalid choice {raw!r} (choose from {', '.join(flag.choices)})"
-                )
-                bad = True
-                continue
-            converted.append(value)
-        if bad:
+        converted = _convert_all(flag, canonical, raws, errors)
+        if converted is None:
             continue
         if deprecated is not None:
             warnings.append(_deprecation_notice(canonical, deprecated))
@@ -270,6 +215,69 @@ def parse_argv(flags: tuple[Flag, ...], argv: list[str]) -> ParsedArgs:
         if getattr(flag, "required", False) and flag.dest not in values
     )
     return result
+
+
+def _store_switch(flag: Any, canonical: str, inline: str | None, result: ParsedArgs) -> None:
+    """A flag without a value: store_true / store_false / deprecated actions."""
+    action = getattr(flag, "action", None)
+    deprecated = getattr(flag, "deprecated", None)
+    if inline is not None:
+        result.errors.append(f"{canonical}: ignored explicit argument {inline!r}")
+        return
+    if action == "DeprecatedAction":
+        if deprecated:
+            result.errors.append(deprecated)
+        else:
+            result.warnings.append(
+                f"The command line argument '{canonical}' is deprecated and will be "
+                "removed in future versions."
+            )
+        return
+    if deprecated is not None:
+        result.warnings.append(_deprecation_notice(canonical, deprecated))
+    value: Any = flag.kind != "bool_false"
+    if action == "DeprecatedStoreConstAction":
+        value = getattr(flag, "const", None)
+    result.values[flag.dest] = value
+    result.given[flag.dest] = canonical
+
+
+def _convert_all(flag: Any, canonical: str, raws: list[str], errors: list[str]) -> list[Any] | None:
+    """Each raw value converted and checked against the choices; None after any error."""
+    action = getattr(flag, "action", None)
+    kind = (getattr(flag, "item_kind", None) or "str") if flag.kind == "list" else flag.kind
+    parser = getattr(flag, "value_parser", None)
+    converted: list[Any] = []
+    bad = False
+    for raw in raws:
+        if action == "LoRAPathAction":
+            item = raw.strip()
+            try:
+                converted.append(
+                    json.loads(item) if item.startswith("{") and item.endswith("}") else item
+                )
+            except ValueError:
+                errors.append(f"{canonical} expects JSON, got {raw!r}")
+                bad = True
+            continue
+        try:
+            value = _convert_one(kind, parser, raw)
+        except BadValue as exc:
+            errors.append(f"{canonical}: {exc}")
+            bad = True
+            continue
+        except ValueError:
+            errors.append(f"{canonical} expects {_describe(kind, parser)}, got {raw!r}")
+            bad = True
+            continue
+        if flag.choices is not None and str(value) not in flag.choices:
+            errors.append(
+                f"{canonical}: invalid choice {raw!r} (choose from {', '.join(flag.choices)})"
+            )
+            bad = True
+            continue
+        converted.append(value)
+    return None if bad else converted
 
 
 def _deprecation_notice(option: str, replacement: str) -> str:

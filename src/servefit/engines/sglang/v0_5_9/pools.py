@@ -242,10 +242,22 @@ def size_pools(
             f"the {s.pool_end:.2f} GiB left after the target pools: expect a CUDA out-of-memory while the "
             "draft loads"
         )
-    ok = s.error is None
-    per_rank = PerRank(
+    return Sizing(
+        pools=_pools(s, v),
+        per_rank=_per_rank(s, memory),
+        error=s.error,
+        error_consumer=s.consumer,
+        error_detail=s.detail,
+        consumers=tuple(logs.consumers(s, v, memory)),
+        log_lines=tuple(logs.log_lines(s, model, v, memory)),
+        warnings=tuple(warnings),
+    )
+
+
+def _per_rank(s: Sized, memory: MemoryInputs) -> PerRank:
+    return PerRank(
         total_gib=memory.total_gib,
-        pre_load_free_gib=P,
+        pre_load_free_gib=s.pre,
         weights_gib=memory.weights_gib,
         draft_weights_gib=memory.draft_weights_gib,
         kv_cache_gib=gib(s.kv_bytes),
@@ -256,8 +268,11 @@ def size_pools(
         reserved_gib=s.reserved,
         free_gib=s.free_after,
     )
-    cost = s.cost
-    pools = Pools(
+
+
+def _pools(s: Sized, v: dict[str, Any]) -> Pools:
+    cost, page, ctx = s.cost, v["page_size"], v["context_len"]
+    return Pools(
         budget_gib=s.budget,
         kv_budget_gib=s.rest,
         kv_bytes_per_token=s.cell,
@@ -272,17 +287,7 @@ def size_pools(
         mamba_slots_per_request=s.ratio,
         mamba_sizing=s.sizing,
         spec_state_slots=(s.max_num_reqs + 1) if cost and v["speculative_algorithm"] else None,
-        effective_max_running_requests=max(s.eff, 0) if ok else 0,
+        effective_max_running_requests=max(s.eff, 0) if s.error is None else 0,
         cap_reason=s.cap_reason,
         max_concurrency_at_context=round(max(s.tokens, 0) / ctx, 2),
-    )
-    return Sizing(
-        pools=pools,
-        per_rank=per_rank,
-        error=s.error,
-        error_consumer=s.consumer,
-        error_detail=s.detail,
-        consumers=tuple(logs.consumers(s, v, memory)),
-        log_lines=tuple(logs.log_lines(s, model, v, memory)),
-        warnings=tuple(warnings),
     )

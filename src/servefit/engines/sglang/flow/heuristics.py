@@ -1,8 +1,8 @@
-"""SGLang 0.5.23: platform, CUDA-graph config and GPU-memory heuristics (resolution steps 2-3, 5).
+"""SGLang platform, CUDA-graph config and GPU-memory heuristics (resolution steps 2-3, 5).
 
-Mirrors sglang/srt/arg_groups/cuda_graph_hook.py, arg_groups/memory_hook.py and the attention
-backend default (arg_groups/model_override_base.py:get_default_attn_backend). See
-docs/engines/sglang-0.5.23.md §1-§2.
+Mirrors (0.5.23) sglang/srt/arg_groups/cuda_graph_hook.py, arg_groups/memory_hook.py and the
+attention backend default (arg_groups/model_override_base.py:get_default_attn_backend); a
+release's own tables come from its rules. See docs/engines/sglang-0.5.23.md §1-§2.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from servefit.engines.sglang import common
-from servefit.engines.sglang.v0_5_23.tables import BREAKABLE_MM_ARCHS, MM_DISABLED_ARCHS, TIERS
+from servefit.engines.sglang.flow.rules import Rules
 from servefit.hardware.spec import GPUSpec
 from servefit.model.spec import ModelSpec
 
@@ -38,11 +38,11 @@ def is_hopper(gpu: GPUSpec) -> bool:
     return any(key.startswith(p) for p in ("h100", "h200", "h800", "h20", "gh200"))
 
 
-def is_multimodal(model: ModelSpec, v: dict[str, Any]) -> bool:
+def is_multimodal(model: ModelSpec, v: dict[str, Any], rules: Rules) -> bool:
     """ModelConfig.is_multimodal = enable_multimodal and not is_lm_only and a multimodal arch."""
     enable = v.get("enable_multimodal")
     if enable is None:
-        enable = model.architecture not in MM_DISABLED_ARCHS
+        enable = model.architecture not in rules.mm_disabled_archs
     lm_only = v.get("language_model_only") or bool(
         model.raw_config.get("language_model_only", False)
     )
@@ -87,7 +87,9 @@ def default_attention_backend(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any])
 # --- step 2: cuda_graph_hook.py:handle_cuda_graph_config ------------------------------------
 
 
-def cuda_graph_config(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Recorder) -> None:
+def cuda_graph_config(
+    model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Recorder, rules: Rules
+) -> None:
     """parse_cuda_graph_config + apply_cuda_graph_compatibility (BREAKABLE auto-disable rules)."""
     decode, prefill = (
         FULL,
@@ -116,7 +118,7 @@ def cuda_graph_config(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Reco
             reason = "two-batch overlap"
         elif v["moe_a2a_backend"] not in ("none", "deepep", "megamoe", "flashinfer"):
             reason = "unvalidated a2a backend"
-        elif is_multimodal(model, v) and model.architecture not in BREAKABLE_MM_ARCHS:
+        elif is_multimodal(model, v, rules) and model.architecture not in rules.breakable_mm_archs:
             reason = "multimodal model"
         if reason is not None:
             log = (
@@ -148,11 +150,13 @@ def decode_capture_bs(v: dict[str, Any], max_bs: int) -> list[int]:
 # --- step 3: memory_hook.py:handle_gpu_memory_settings --------------------------------------
 
 
-def gpu_memory_settings(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Recorder) -> None:
+def gpu_memory_settings(
+    model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Recorder, rules: Rules
+) -> None:
     gpu_mem = gpu.memory_mib  # get_nvgpu_memory_capacity: min over nvidia-smi GPUs, MiB
     tp = v["tp_size"]
     max_bs_is_default = v["cuda_graph_max_bs_decode"] is None and v["cuda_graph_bs_decode"] is None
-    for bound, chunk, bs_small, bs_large in TIERS:
+    for bound, chunk, bs_small, bs_large in rules.tiers:
         if gpu_mem < bound:
             if v["chunked_prefill_size"] is None:
                 r.set("chunked_prefill_size", chunk, f"default for a {gpu_mem} MiB GPU")
@@ -195,7 +199,7 @@ def gpu_memory_settings(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Re
         v["_prefill_graph_bs"] = list(v["cuda_graph_bs_prefill"])
         v["_prefill_graph_count"] = len(v["_prefill_graph_bs"])
     if v["mem_fraction_static"] is None:
-        _mem_fraction_static(model, gpu_mem, v, r)
+        _mem_fraction_static(model, gpu_mem, v, r, rules)
 
 
 def reserve_for_graph_mb(model: ModelSpec, v: dict[str, Any]) -> float:
@@ -219,7 +223,9 @@ def reserve_for_graph_mb(model: ModelSpec, v: dict[str, Any]) -> float:
     return reserved
 
 
-def _mem_fraction_static(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: Recorder) -> None:
+def _mem_fraction_static(
+    model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: Recorder, rules: Rules
+) -> None:
     if v["disaggregation_mode"] == "decode":
         running = v["max_running_requests"] or v["cuda_graph_max_bs_decode"] or 1
         activation = max(running * (v["speculative_num_draft_tokens"] or 1), 2048)
@@ -243,7 +249,9 @@ def _mem_fraction_static(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: R
         f"graphs {graphs:g}]) / {gpu_mem} = {frac}"
     )
     is_vlm = (
-        is_multimodal(model, v) and not v["language_only"] and v["disaggregation_mode"] != "decode"
+        is_multimodal(model, v, rules)
+        and not v["language_only"]
+        and v["disaggregation_mode"] != "decode"
     )
     if is_vlm:
         # adjust_mem_fraction_for_vlm: getattr(vision_config, "num_hidden_layers", 24), not re-rounded

@@ -1,4 +1,4 @@
-"""SGLang 0.5.23 hybrid sliding-window (SWA) KV pools: which models get one, their per-token
+"""SGLang hybrid sliding-window (SWA) KV pools: which models get one, their per-token
 geometry, and how the KV budget is split between the full-attention pool and the SWA pool.
 
 Mirrors (paths inside the 0.5.23 wheel): configs/model_config.py (is_hybrid_swa_model,
@@ -17,7 +17,7 @@ from typing import Any
 
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
-from servefit.engines.sglang.v0_5_23.tables import SWA_FULL_TOKENS_RATIO_FALLBACK
+from servefit.engines.sglang.flow.rules import Rules
 from servefit.errors import ConfigError
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
@@ -217,7 +217,7 @@ class Split:
     full: int = 0
     swa: int = 0
     cell: float = 0.0  # budget bytes per full token (the configurator's _cell_size)
-    ratio: float = SWA_FULL_TOKENS_RATIO_FALLBACK
+    ratio: float = 0.0  # swa_full_tokens_ratio (split() sets it)
     mode: str = "ratio"  # "ratio" | "request cap" | "all SWA"
     swa_cap: int | None = None
     n_full: int = 0  # layers of the reported PP stage
@@ -330,11 +330,12 @@ def split(
     geo: Geometry,
     available_bytes: int,
     draft: tuple[int, int],
+    rules: Rules,
 ) -> Split:
     """calculate_pool_sizes on every PP stage -> _apply_token_constraints (user cap, PP MIN) ->
     calculate_pool_sizes_from_max_tokens when that changed the count; the engine logs rank 0."""
     page, pp = v["page_size"], v["pp_size"]
-    ratio = v.get("swa_full_tokens_ratio") or SWA_FULL_TOKENS_RATIO_FALLBACK
+    ratio = v.get("swa_full_tokens_ratio") or rules.swa_full_tokens_ratio
     dfull, dswa = draft
     stages = [common.pp_indices(model.num_layers, r, pp) for r in range(pp)]
     counts = [

@@ -1,8 +1,17 @@
-"""SGLang 0.5.23 constant tables: field defaults and architecture lists, each cited."""
+"""What SGLang 0.5.23 decides its own way (paths inside the 0.5.23 wheel): its tables and the
+variants of the shared flow's functions it runs (engines/sglang/flow/rules.py:Rules).
+
+The shared flow is servefit/engines/sglang/flow/ (args.py resolution, pools.py sizing).
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+from servefit.engines.base import LogFeature
+from servefit.engines.sglang.flow.rules import Rules
+
+VERSION = "0.5.23"
 
 # fmt: off
 
@@ -112,3 +121,31 @@ ENV_VARS = (
 )
 
 # fmt: on
+
+RULES = Rules(
+    version=VERSION,
+    defaults=DEFAULTS,
+    # arg_groups/fields: the decode CUDA-graph cap and the mamba radix-cache strategy
+    renames={
+        "cuda_graph_max_bs": "cuda_graph_max_bs_decode",
+        "mamba_scheduler_strategy": "mamba_radix_cache_strategy",
+    },
+    log_format=frozenset(
+        {
+            LogFeature.ARGS_MAMBA_RADIX_CACHE_STRATEGY,
+            LogFeature.LOAD_END_QUANT,
+            LogFeature.KV_ALLOCATED_DTYPE,
+        }
+    ),
+    env_vars=ENV_VARS,
+    mamba_full_memory_ratio=MAMBA_FULL_MEMORY_RATIO_FALLBACK,
+    swa_full_tokens_ratio=SWA_FULL_TOKENS_RATIO_FALLBACK,
+    tiers=TIERS,
+    state_pool_archs=STATE_POOL_ARCHS,
+    mamba_radix_archs=MAMBA_RADIX_ARCHS,
+    extra_buffer_archs=EXTRA_BUFFER_ARCHS,
+    qwen3_5_hybrid_archs=QWEN3_5_HYBRID_ARCHS,
+    draft_in_target_archs=DRAFT_IN_TARGET_ARCHS,
+    breakable_mm_archs=BREAKABLE_MM_ARCHS,
+    mm_disabled_archs=MM_DISABLED_ARCHS,
+)

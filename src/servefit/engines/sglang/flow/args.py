@@ -1,11 +1,11 @@
-"""SGLang 0.5.23 server-arg resolution: the memory-relevant steps of the resolution pipeline.
+"""SGLang server-arg resolution (0.5.10 onward): the memory-relevant steps, in the engine's order.
 
-Mirrors sglang/srt/arg_groups/pipeline.py:run_resolution_pipeline in the engine's own order:
+Mirrors (0.5.23) sglang/srt/arg_groups/pipeline.py:run_resolution_pipeline:
 handle_deprecated_dp_attention -> handle_cuda_graph_config -> handle_gpu_memory_settings ->
 handle_model_specific_adjustments (model overrides, _mamba_radix_cache_resolution) ->
 handle_attention_backend_compatibility -> _page_size_default -> handle_data_parallelism ->
 _pipeline_parallel_overlap_disable -> handle_speculative_decoding -> check_server_args.
-See docs/engines/sglang-0.5.23.md §1-§4.
+Where a release differs, the step asks its rules (flow/rules.py). See docs/engines/sglang-*.md.
 """
 
 from __future__ import annotations
@@ -15,18 +15,8 @@ from typing import Any
 from servefit.engines.base import ResolvedArgs
 from servefit.engines.recorder import Recorder
 from servefit.engines.sglang import common
-from servefit.engines.sglang.v0_5_23 import heuristics as h
-from servefit.engines.sglang.v0_5_23.tables import (
-    DEFAULTS,
-    DRAFT_IN_TARGET_ARCHS,
-    ENV_VARS,
-    EXTRA_BUFFER_ARCHS,
-    MAMBA_FULL_MEMORY_RATIO_FALLBACK,
-    MAMBA_RADIX_ARCHS,
-    QWEN3_5_HYBRID_ARCHS,
-    STATE_POOL_ARCHS,
-    SWA_FULL_TOKENS_RATIO_FALLBACK,
-)
+from servefit.engines.sglang.flow import heuristics as h
+from servefit.engines.sglang.flow.rules import Rules
 from servefit.errors import UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
@@ -55,94 +45,30 @@ def env_true(env: dict[str, str], name: str) -> bool:
 
 
 def resolve_args(
-    model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
+    model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str], rules: Rules
 ) -> ResolvedArgs:
-    v = dict(DEFAULTS)
+    v = dict(rules.defaults)
     v.update({k: val for k, val in user_args.items() if val is not None})
     r = Recorder(v)
-    if model.is_hybrid and model.architecture not in STATE_POOL_ARCHS:
+    if model.is_hybrid and model.architecture not in rules.state_pool_archs:
         kinds = ", ".join(sorted({model.mixer(i).kind for i in model.recurrent_layer_ids}))
         raise UnsupportedModelError(
-            f"SGLang 0.5.23 has no recurrent-state pool for {model.architecture} ({kinds} layers); "
-            "it cannot serve this model"
+            f"SGLang {rules.version} has no recurrent-state pool for {model.architecture} "
+            f"({kinds} layers); it cannot serve this model"
         )
-    gpu = gpus.gpu
-    if v["enable_dp_attention"]:  # parallel_hook.py:handle_deprecated_dp_attention
-        if v["attn_dp_size"] == 1:
-            r.set(
-                "attn_dp_size",
-                v["dp_size"],
-                "--enable-dp-attention --dp-size N means --attn-dp-size N",
-            )
-            r.set("dp_size", 1, "--dp-size now counts replicas")
-        v["enable_dp_attention"] = False
+    _deprecated_dp_attention(v, r)
     if v["mamba_full_memory_ratio"] is None:
-        v["mamba_full_memory_ratio"] = MAMBA_FULL_MEMORY_RATIO_FALLBACK
+        v["mamba_full_memory_ratio"] = rules.mamba_full_memory_ratio
     error = None
     try:
-        h.cuda_graph_config(model, gpu, v, r)
-        h.gpu_memory_settings(model, gpu, v, r)
-        _qwen3_5_sm100_override(model, gpu, v, r)
-        _step3p_hicache_override(model, v, r)
-        _mamba_radix_cache(model, gpu, v, r)
-        _attention_backend(model, gpu, v, r, env)
-        if v["page_size"] is None:  # overrides.py:_page_size_default
-            hip_5d = (
-                h.is_hip(gpu)
-                and env.get("SGLANG_AITER_KV_CACHE_LAYOUT", "").lower() == "vectorized_5d"
-            )
-            v["page_size"] = 64 if hip_5d else 1
-        # parallel_hook.py:handle_data_parallelism
-        if v["attn_dp_size"] < 1:
-            raise common.EngineError(
-                f"ValueError: --attn-dp-size must be positive (got {v['attn_dp_size']})."
-            )
-        if v["attn_dp_size"] > 1 and v["tp_size"] % v["attn_dp_size"]:
-            raise common.EngineError("AssertionError")  # assert cfg.tp_size % cfg.attn_dp_size == 0
-        if v["attn_dp_size"] > 1:
-            old = v["chunked_prefill_size"]
-            new = old // v["attn_dp_size"]
-            r.set(
-                "chunked_prefill_size",
-                new,
-                "attention DP divides the chunk",
-                f"DP attention is enabled. chunked prefill size is adjusted from {old} to {new}.",
-            )
-        if (
-            v["pp_size"] > 1
-        ):  # overrides.py:_pipeline_parallel_overlap_disable (after the mamba pass)
-            r.set(
-                "disable_overlap_schedule",
-                True,
-                "pipeline parallelism",
-                "Pipeline parallelism is incompatible with overlap schedule.",
-            )
-        _speculative(model, v, r)
-        # kv_cache_hook.py:handle_cache_compatibility validates the effective ratio (any model).
-        if v["swa_full_tokens_ratio"] is None:
-            v["swa_full_tokens_ratio"] = SWA_FULL_TOKENS_RATIO_FALLBACK
-        if not 0 < v["swa_full_tokens_ratio"] <= 1.0:
-            raise common.EngineError(
-                "ValueError: --swa-full-tokens-ratio should be in range (0, 1.0]."
-            )
-        v["context_len"] = common.context_len(model, v["context_length"], env)
-        # validation_hook.py:check_server_args
-        if (
-            v["chunked_prefill_size"] > 0
-            and v["disaggregation_mode"] != "decode"
-            and v["chunked_prefill_size"] % v["page_size"] != 0
-        ):
-            raise common.EngineError(
-                "AssertionError: chunked_prefill_size must be divisible by page_size"
-            )
+        _pipeline(model, gpus, v, r, env, rules)
     except common.EngineError as exc:
         error = str(exc)
         v.setdefault("context_len", common.derived_context_len(model))
-        for key in ("page_size",):
-            if v[key] is None:
-                v[key] = 1
+        if v["page_size"] is None:
+            v["page_size"] = 1
     # serving_hook.py:handle_environment_variables exports --mamba-ssm-dtype.
-    mem_env = {k: env[k] for k in ENV_VARS if k in env}
+    mem_env = {k: env[k] for k in rules.env_vars if k in env}
     if v["mamba_ssm_dtype"] is not None:
         mem_env["SGLANG_MAMBA_SSM_DTYPE"] = v["mamba_ssm_dtype"]
     return ResolvedArgs(
@@ -150,11 +76,87 @@ def resolve_args(
     )
 
 
-def _qwen3_5_sm100_override(model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder) -> None:
+def _deprecated_dp_attention(v: dict[str, Any], r: Recorder) -> None:
+    """parallel_hook.py:handle_deprecated_dp_attention."""
+    if not v["enable_dp_attention"]:
+        return
+    if v["attn_dp_size"] == 1:
+        r.set(
+            "attn_dp_size", v["dp_size"], "--enable-dp-attention --dp-size N means --attn-dp-size N"
+        )
+        r.set("dp_size", 1, "--dp-size now counts replicas")
+    v["enable_dp_attention"] = False
+
+
+def _pipeline(
+    model: ModelSpec,
+    gpus: GPUSet,
+    v: dict[str, Any],
+    r: Recorder,
+    env: dict[str, str],
+    rules: Rules,
+) -> None:
+    """The resolution steps after the deprecated-flag pass; an engine rejection raises."""
+    gpu = gpus.gpu
+    h.cuda_graph_config(model, gpu, v, r, rules)
+    h.gpu_memory_settings(model, gpu, v, r, rules)
+    _qwen3_5_sm100_override(model, gpu, v, r, rules)
+    _step3p_hicache_override(model, v, r)
+    _mamba_radix_cache(model, gpu, v, r, rules)
+    _attention_backend(model, gpu, v, r, env)
+    if v["page_size"] is None:  # overrides.py:_page_size_default
+        hip_5d = (
+            h.is_hip(gpu) and env.get("SGLANG_AITER_KV_CACHE_LAYOUT", "").lower() == "vectorized_5d"
+        )
+        v["page_size"] = 64 if hip_5d else 1
+    # parallel_hook.py:handle_data_parallelism
+    if v["attn_dp_size"] < 1:
+        raise common.EngineError(
+            f"ValueError: --attn-dp-size must be positive (got {v['attn_dp_size']})."
+        )
+    if v["attn_dp_size"] > 1 and v["tp_size"] % v["attn_dp_size"]:
+        raise common.EngineError("AssertionError")  # assert cfg.tp_size % cfg.attn_dp_size == 0
+    if v["attn_dp_size"] > 1:
+        old = v["chunked_prefill_size"]
+        new = old // v["attn_dp_size"]
+        r.set(
+            "chunked_prefill_size",
+            new,
+            "attention DP divides the chunk",
+            f"DP attention is enabled. chunked prefill size is adjusted from {old} to {new}.",
+        )
+    if v["pp_size"] > 1:  # overrides.py:_pipeline_parallel_overlap_disable (after the mamba pass)
+        r.set(
+            "disable_overlap_schedule",
+            True,
+            "pipeline parallelism",
+            "Pipeline parallelism is incompatible with overlap schedule.",
+        )
+    _speculative(model, v, r, rules)
+    # kv_cache_hook.py:handle_cache_compatibility validates the effective ratio (any model).
+    if v["swa_full_tokens_ratio"] is None:
+        v["swa_full_tokens_ratio"] = rules.swa_full_tokens_ratio
+    if not 0 < v["swa_full_tokens_ratio"] <= 1.0:
+        raise common.EngineError("ValueError: --swa-full-tokens-ratio should be in range (0, 1.0].")
+    v["context_len"] = common.context_len(model, v["context_length"], env)
+    # validation_hook.py:check_server_args
+    if (
+        v["chunked_prefill_size"] > 0
+        and v["disaggregation_mode"] != "decode"
+        and v["chunked_prefill_size"] % v["page_size"] != 0
+    ):
+        raise common.EngineError(
+            "AssertionError: chunked_prefill_size must be divisible by page_size"
+        )
+
+
+def _qwen3_5_sm100_override(
+    model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder, rules: Rules
+) -> None:
     """model_overrides/qwen3_5.py:_qwen3_5_hybrid_overrides. Runs before the mamba pass, so the
     strategy it reads is still the user's (normally "auto", i.e. not extra_buffer)."""
     if (
-        model.architecture not in QWEN3_5_HYBRID_ARCHS
+        model.architecture not in rules.qwen3_5_hybrid_archs
         or not h.is_sm100(gpu)
         or v["attention_backend"] is not None
     ):
@@ -196,10 +198,12 @@ def _step3p_hicache_override(model: ModelSpec, v: dict[str, Any], r: Recorder) -
     )
 
 
-def _mamba_radix_cache(model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder) -> None:
+def _mamba_radix_cache(
+    model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder, rules: Rules
+) -> None:
     """overrides.py:_mamba_radix_cache_resolution + model_hook.py:handle_mamba_radix_cache checks."""
     arch = model.architecture
-    in_branch = arch in MAMBA_RADIX_ARCHS
+    in_branch = arch in rules.mamba_radix_archs
     if arch == "GraniteMoeHybridForCausalLM":
         in_branch = model.is_hybrid
     strategy = v["mamba_radix_cache_strategy"]
@@ -209,7 +213,7 @@ def _mamba_radix_cache(model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorde
         raise common.EngineError(
             f"ValueError: --mamba-radix-cache-strategy {strategy} needs mamba state, got {arch}."
         )
-    supports_extra = arch in EXTRA_BUFFER_ARCHS and v["linear_attn_backend"] == "triton"
+    supports_extra = arch in rules.extra_buffer_archs and v["linear_attn_backend"] == "triton"
     if strategy == "auto":
         wants_overlap = not v["disable_overlap_schedule"]
         wants_paging = v["page_size"] is not None and v["page_size"] > 1
@@ -295,7 +299,7 @@ def _attention_backend(
         )
 
 
-def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder) -> None:
+def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder, rules: Rules) -> None:
     """speculative_hook.py:handle_speculative_decoding -> _handle_eagle_family / _handle_ngram."""
     if v["speculative_algorithm"] is None:
         return
@@ -314,86 +318,94 @@ def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder) -> None:
         "NEXTN is an alias of EAGLE" if algo == "EAGLE" else "upper-cased",
     )
     if algo in SPEC_EAGLE:
-        if algo == "STANDALONE" and v["attn_dp_size"] > 1:
-            raise common.EngineError(
-                "ValueError: Currently standalone speculative decoding does not support dp attention."
-            )
-        if v["max_running_requests"] is None:
-            r.set("max_running_requests", 48, "speculative decoding resets it", RESET_48)
-        if v["disable_overlap_schedule"]:
-            r.log(
-                "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding."
-            )
-        if v["enable_mixed_chunk"]:
-            r.set(
-                "enable_mixed_chunk",
-                False,
-                "speculative decoding",
-                f"Mixed chunked prefill is disabled: {algo} speculative decoding does not support it.",
-            )
-        # The draft path defaults to the model path for these archs; kept out of the values so
-        # "no draft path" still means "draft layers from the target checkpoint" downstream.
-        v["_draft_path_is_model"] = (
-            model.architecture in DRAFT_IN_TARGET_ARCHS
-            and v["speculative_draft_model_path"] is None
-        )
-        if v["speculative_num_steps"] is None:
-            if (
-                v["speculative_eagle_topk"] is not None
-                or v["speculative_num_draft_tokens"] is not None
-            ):
-                raise common.EngineError("AssertionError")
-            # _auto_choose_speculative_params
-            steps, topk, draft = (
-                (5, 4, 8)
-                if (
-                    algo != "STANDALONE"
-                    and model.architecture
-                    in ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
-                )
-                else (3, 1, 4)
-            )
-            r.set("speculative_num_steps", steps, "_auto_choose_speculative_params")
-            r.set("speculative_eagle_topk", topk, "_auto_choose_speculative_params")
-            r.set("speculative_num_draft_tokens", draft, "_auto_choose_speculative_params")
-        topk = v["speculative_eagle_topk"]
-        if v["attention_backend"] == "trtllm_mha" and topk is not None and topk > 1:
-            raise common.EngineError(
-                "ValueError: trtllm_mha backend only supports topk = 1 for speculative decoding."
-            )
-        if topk == 1 and v["speculative_num_draft_tokens"] != v["speculative_num_steps"] + 1:
-            r.set(
-                "speculative_num_draft_tokens",
-                v["speculative_num_steps"] + 1,
-                "topk 1 forces draft tokens = steps + 1",
-                TOPK1_FIX,
-            )
-        if (
-            topk is not None
-            and topk > 1
-            and v["page_size"] > 1
-            and v["attention_backend"] not in ("flashinfer", "fa3", "triton")
-        ):
-            raise common.EngineError(
-                "ValueError: speculative_eagle_topk > 1 with page_size > 1 is only supported on "
-                "('flashinfer', 'fa3', 'triton'); got attention_backend="
-                f"{v['attention_backend']!r}. Use page_size == 1 or one of those backends."
-            )
+        _eagle_family(model, algo, v, r, rules)
     elif algo == "NGRAM":
-        if v["max_running_requests"] is None:
-            r.set("max_running_requests", 48, "speculative decoding resets it", RESET_48)
-        r.set("enable_mixed_chunk", False, "ngram speculative decoding")
-        v["speculative_eagle_topk"] = v["speculative_ngram_max_bfs_breadth"]
-        if v["speculative_num_draft_tokens"] is None:
-            r.set(
-                "speculative_num_draft_tokens",
-                12,
-                "ngram default",
-                "speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. "
-                "You can override this by explicitly setting --speculative-num-draft-tokens.",
-            )
-        if v["speculative_num_steps"] is None:
-            v["speculative_num_steps"] = (
-                v["speculative_num_draft_tokens"] // v["speculative_eagle_topk"]
-            )
-        r.log("The mixed chunked prefill are disabled because of using ngram speculative decoding.")
+        _ngram(v, r)
+
+
+def _eagle_family(
+    model: ModelSpec, algo: str, v: dict[str, Any], r: Recorder, rules: Rules
+) -> None:
+    """speculative_hook.py:_handle_eagle_family."""
+    if algo == "STANDALONE" and v["attn_dp_size"] > 1:
+        raise common.EngineError(
+            "ValueError: Currently standalone speculative decoding does not support dp attention."
+        )
+    if v["max_running_requests"] is None:
+        r.set("max_running_requests", 48, "speculative decoding resets it", RESET_48)
+    if v["disable_overlap_schedule"]:
+        r.log(
+            "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding."
+        )
+    if v["enable_mixed_chunk"]:
+        r.set(
+            "enable_mixed_chunk",
+            False,
+            "speculative decoding",
+            f"Mixed chunked prefill is disabled: {algo} speculative decoding does not support it.",
+        )
+    # The draft path defaults to the model path for these archs; kept out of the values so
+    # "no draft path" still means "draft layers from the target checkpoint" downstream.
+    v["_draft_path_is_model"] = (
+        model.architecture in rules.draft_in_target_archs
+        and v["speculative_draft_model_path"] is None
+    )
+    if v["speculative_num_steps"] is None:
+        _auto_speculative_params(model, algo, v, r)
+    topk = v["speculative_eagle_topk"]
+    if v["attention_backend"] == "trtllm_mha" and topk is not None and topk > 1:
+        raise common.EngineError(
+            "ValueError: trtllm_mha backend only supports topk = 1 for speculative decoding."
+        )
+    if topk == 1 and v["speculative_num_draft_tokens"] != v["speculative_num_steps"] + 1:
+        r.set(
+            "speculative_num_draft_tokens",
+            v["speculative_num_steps"] + 1,
+            "topk 1 forces draft tokens = steps + 1",
+            TOPK1_FIX,
+        )
+    if (
+        topk is not None
+        and topk > 1
+        and v["page_size"] > 1
+        and v["attention_backend"] not in ("flashinfer", "fa3", "triton")
+    ):
+        raise common.EngineError(
+            "ValueError: speculative_eagle_topk > 1 with page_size > 1 is only supported on "
+            "('flashinfer', 'fa3', 'triton'); got attention_backend="
+            f"{v['attention_backend']!r}. Use page_size == 1 or one of those backends."
+        )
+
+
+def _auto_speculative_params(model: ModelSpec, algo: str, v: dict[str, Any], r: Recorder) -> None:
+    """speculative_hook.py:_auto_choose_speculative_params (steps, topk, draft tokens)."""
+    if v["speculative_eagle_topk"] is not None or v["speculative_num_draft_tokens"] is not None:
+        raise common.EngineError("AssertionError")
+    llama_like = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
+    steps, topk, draft = (
+        (5, 4, 8) if algo != "STANDALONE" and model.architecture in llama_like else (3, 1, 4)
+    )
+    r.set("speculative_num_steps", steps, "_auto_choose_speculative_params")
+    r.set("speculative_eagle_topk", topk, "_auto_choose_speculative_params")
+    r.set("speculative_num_draft_tokens", draft, "_auto_choose_speculative_params")
+
+
+def _ngram(v: dict[str, Any], r: Recorder) -> None:
+    """speculative_hook.py:_handle_ngram."""
+    if v["max_running_requests"] is None:
+        r.set("max_running_requests", 48, "speculative decoding resets it", RESET_48)
+    r.set("enable_mixed_chunk", False, "ngram speculative decoding")
+    v["speculative_eagle_topk"] = v["speculative_ngram_max_bfs_breadth"]
+    if v["speculative_num_draft_tokens"] is None:
+        r.set(
+            "speculative_num_draft_tokens",
+            12,
+            "ngram default",
+            "speculative_num_draft_tokens is set to 12 by default for ngram speculative decoding. "
+            "You can override this by explicitly setting --speculative-num-draft-tokens.",
+        )
+    if v["speculative_num_steps"] is None:
+        v["speculative_num_steps"] = (
+            v["speculative_num_draft_tokens"] // v["speculative_eagle_topk"]
+        )
+    r.log("The mixed chunked prefill are disabled because of using ngram speculative decoding.")
