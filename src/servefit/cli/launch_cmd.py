@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the CLI imports what a command needs when it runs
     from servefit._plan.planner import PlanRequest
     from servefit.hardware.nvml import LocalGPUs
     from servefit.launch.command import EngineLaunch
+    from servefit.launch.rundir import RunDir
     from servefit.launch.schema import RunRecord
 
 EPILOG_LAUNCH = """\b
@@ -281,7 +282,9 @@ def stop(
 
     root = _runs_root(runs_dir)
     if run_ref is None:
-        active = [r for r in list_runs(root) if _is_active(r.read(), owned_members)]
+        active = [
+            r for r in list_runs(root) if (rec := _readable(r)) and _is_active(rec, owned_members)
+        ]
         if not active:
             click.echo("no run is running")
             return
@@ -294,6 +297,8 @@ def stop(
     result = stop_run(run, grace_s=grace, port_timeout_s=port_timeout, gpu_timeout_s=gpu_timeout)
     if not result.was_running:
         click.echo(f"{run.id}: not running ({result.state})")
+        for note in result.notes:
+            click.echo(f"  {note}")
         return
     how = " then ".join(result.signals)
     escalated = " (it ignored SIGTERM for the grace period)" if result.escalated else ""
@@ -301,7 +306,7 @@ def stop(
         f"{run.id}: sent {how}{escalated}; the engine {result.exit or 'exit status unknown'}"
     )
     self_killed = not result.escalated and result.exit == "was killed by SIGKILL"
-    if self_killed and run.read().engine == "sglang":
+    if self_killed and (rec := _readable(run)) is not None and rec.engine == "sglang":
         # sglang/srt/managers/tokenizer_manager.py:sigterm_watchdog ends with
         # kill_process_tree(os.getpid(), include_parent=True): SGLang kills itself.
         click.echo("  (SGLang ends its own process tree with SIGKILL once SIGTERM has drained it)")
@@ -313,6 +318,23 @@ def stop(
         click.echo(f"  {note}")
     if result.port_closed is False or result.gpu_released is False:
         sys.exit(1)
+
+
+def _readable(run: RunDir) -> RunRecord | None:
+    """The run's record, or None with a note on stderr: one torn run.json must not stop the
+    commands that go through every run."""
+    from servefit.launch.rundir import UnreadableRecord
+
+    try:
+        return run.read()
+    except UnreadableRecord as exc:
+        click.echo(f"servefit: {exc}: skipped", err=True)
+    except OSError as exc:
+        click.echo(
+            f"servefit: run {run.id}: cannot read run.json ({exc.strerror or exc}): skipped",
+            err=True,
+        )
+    return None
 
 
 def _is_active(rec: RunRecord, owned: Callable[[RunRecord], list[int]]) -> bool:
@@ -353,12 +375,7 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
         )
     if last > 0:
         found = found[-last:]
-    records = []
-    for r in found:
-        try:
-            records.append(r.read())
-        except (OSError, ValueError):
-            continue
+    records = [rec for r in found if (rec := _readable(r)) is not None]
     if fmt == "json":
         click.echo(json.dumps([rec.model_dump(mode="json") for rec in records], indent=2))
         return

@@ -10,6 +10,7 @@ This is live progress only; servefit.doctor reads a whole log for diagnosis.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -256,7 +257,10 @@ class LogProgress:
                 continue
             changed = True
             if rule.apply is not None:
-                rule.apply(self.facts, m)
+                # a torn number (inf after float(), an int beyond 4300 digits) leaves the fact
+                # unknown; pydantic's ValidationError is a ValueError
+                with contextlib.suppress(ValueError):
+                    rule.apply(self.facts, m)
             if rule.stage is not None and STAGES.index(rule.stage) > STAGES.index(self.stage):
                 self.stage = rule.stage
         stripped = _PREFIX.sub("", line.strip(), count=1)[:500]

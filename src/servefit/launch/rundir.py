@@ -34,11 +34,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from servefit.errors import ArgumentError
+from servefit.errors import ArgumentError, ServefitError
 from servefit.launch.schema import LaunchSpec, RunRecord
 from servefit.redact import Redactor
 
 RUNS_ENV = "SERVEFIT_RUNS_DIR"
+
+
+class UnreadableRecord(ServefitError, ValueError):
+    """A run.json that is not a run record (torn by hand, written by something else). A
+    ValueError too, so callers that skip an unreadable record keep doing so."""
 
 
 def default_root() -> Path:
@@ -152,6 +157,33 @@ class RunDir:
     def _lock_path(self) -> Path:
         return self.path / "run.lock"
 
+    @property
+    def stop_marker_path(self) -> Path:
+        return self.path / "stop.requested"
+
+    def mark_stop_requested(self, by: str) -> bool:
+        """`servefit stop`'s request as a file of its own, for when run.json cannot be
+        rewritten (a full disk): creating a file needs no free data block, its content
+        (who asked) is best effort. False when even that fails."""
+        try:
+            fd = open_private(self.stop_marker_path, os.O_WRONLY | os.O_CREAT)
+        except OSError:
+            return False
+        with contextlib.suppress(OSError):
+            os.write(fd, by.encode()[:200])
+        os.close(fd)
+        return True
+
+    def stop_marker(self) -> str | None:
+        """Who asked to stop the run through stop.requested, or None without one."""
+        try:
+            return (
+                self.stop_marker_path.read_text(encoding="utf-8", errors="replace").strip()
+                or "servefit stop"
+            )
+        except OSError:
+            return None
+
     # ---- creating
 
     @classmethod
@@ -181,7 +213,8 @@ class RunDir:
 
     def write_json(self, path: Path, obj: Any) -> None:
         """JSON, redacted: values under secret names, and every string as text."""
-        text = json.dumps(self.redactor.data(obj), indent=2, sort_keys=False)
+        # allow_nan=False: NaN/Infinity are not JSON; refused here rather than written unreadable
+        text = json.dumps(self.redactor.data(obj), indent=2, sort_keys=False, allow_nan=False)
         write_atomic(path, text + "\n")
 
     def write_text(self, path: Path, text: str) -> None:
@@ -215,7 +248,11 @@ class RunDir:
     # ---- the record
 
     def read(self) -> RunRecord:
-        return RunRecord.model_validate_json(self.record_path.read_text(encoding="utf-8"))
+        """The run record; UnreadableRecord (one line) when run.json is not one."""
+        try:
+            return RunRecord.model_validate_json(self.record_path.read_text(encoding="utf-8"))
+        except ValueError as exc:  # JSON, UTF-8 or validation
+            raise UnreadableRecord(f"run {self.id}: run.json is unreadable ({_why(exc)})") from None
 
     def save(self, record: RunRecord) -> None:
         with self._locked():
@@ -248,6 +285,16 @@ class RunDir:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+
+
+def _why(exc: ValueError) -> str:
+    """The first problem, in one short line."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return f"{where}: {first['msg']}" if where else str(first["msg"])
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 def _user_name(uid: int) -> str:

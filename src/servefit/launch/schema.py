@@ -4,6 +4,10 @@ documents the fields.
 
 The run record is mutable on purpose: the supervisor and `servefit stop` update it in place
 under a file lock (rundir.RunDir.update), always writing the whole file atomically.
+
+Every record can be read back: no model accepts a non-finite float, on construction or on
+assignment (pydantic would write nan and inf as null, which a float field then refuses), so a
+value that could not be read back raises where it is set instead of in every later command.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ CheckStatus = Literal["ok", "warn", "fail", "skip"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, validate_assignment=True)
 
 
 class Check(_Model):

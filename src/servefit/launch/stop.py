@@ -116,18 +116,32 @@ def stop_run(
     record_timeout_s: float = 5.0,
     gpus_fn: Callable[[], Any] | None = None,
 ) -> StopResult:
-    with run.update() as rec:
-        grace = rec.config.grace_s if grace_s is None else grace_s
+    """Stop the run's engine, then record how it ended. Signals never wait on the record: the
+    stop request is marked first when it can be (it is how the supervisor tells a stop from a
+    crash), but a record that cannot be written (a full disk) is a note, never a reason to
+    leave the engine running. An unreadable run.json raises rundir.UnreadableRecord."""
+    rec = run.read()
+    grace = rec.config.grace_s if grace_s is None else grace_s
+    notes: list[str] = []
+    try:
+        with run.update() as rec:
+            already_terminal = rec.terminal
+            if not rec.stop_requested:
+                rec.stop_requested = True
+                rec.stop = StopInfo(requested_at=time.time(), by=by, grace_s=grace)
+    except OSError as exc:
         already_terminal = rec.terminal
-        if not rec.stop_requested:
-            rec.stop_requested = True
-            rec.stop = StopInfo(requested_at=time.time(), by=by, grace_s=grace)
+        marked = run.mark_stop_requested(by)  # the supervisor reads it when run.json is stuck
+        notes.append(
+            f"the stop request was not recorded in run.json: {_os_error(exc)}"
+            + ("" if marked else " (nor in stop.requested)")
+        )
     # The supervisor may be between "stop requested?" and spawning; it writes the pid under the
     # same lock, so wait briefly for either a pid or its final record.
     if rec.pid is None and not already_terminal and procs.is_alive(rec.watcher_pid):
-        _wait(lambda: run.read().pid is not None or run.read().terminal, record_timeout_s)
-        rec = run.read()
-    result = StopResult(run_id=run.id, was_running=bool(owned_members(rec)))
+        _wait(lambda: _read(run, rec).pid is not None or _read(run, rec).terminal, record_timeout_s)
+        rec = _read(run, rec)
+    result = StopResult(run_id=run.id, was_running=bool(owned_members(rec)), notes=notes)
     before = set(owned_members(rec))
     if rec.pid:
         before.add(rec.pid)
@@ -147,9 +161,31 @@ def stop_run(
         if note:
             result.notes.append(note)
     # The supervisor records the exit status (only a parent can read it); without one, say so.
-    supervisor_alive = procs.is_alive(rec.watcher_pid)
-    if supervisor_alive:
-        _wait(lambda: run.read().terminal, record_timeout_s)
+    if procs.is_alive(rec.watcher_pid):
+        _wait(lambda: _read(run, rec).terminal, record_timeout_s)
+    try:
+        _record_outcome(run, result, by)
+    except OSError as exc:
+        result.notes.append(f"the outcome was not recorded in run.json: {_os_error(exc)}")
+        result.state = result.state or ("stopped" if result.was_running else rec.state)
+    return result
+
+
+def _read(run: RunDir, fallback: RunRecord | None = None) -> RunRecord:
+    """The record as it is now; `fallback` when it cannot be read for a moment."""
+    try:
+        return run.read()
+    except (OSError, ValueError):
+        if fallback is None:
+            raise
+        return fallback
+
+
+def _os_error(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _record_outcome(run: RunDir, result: StopResult, by: str) -> None:
     with run.update() as final:
         if final.stop is not None:
             final.stop.signals = result.signals
@@ -171,4 +207,3 @@ def stop_run(
                 if final.exit_signal
                 else f"exited with code {final.exit_code}"
             )
-    return result

@@ -17,6 +17,7 @@ are cleaned up, and the doctor is run on the log.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -45,6 +46,9 @@ from servefit.launch.schema import (
 
 POLL_S = 0.05
 STOP_POLL_S = 0.25
+# A record that cannot be written (a full disk) is kept in memory and written at the next
+# poll; the final one is retried this long before the supervisor gives up and exits.
+FINAL_WRITE_S = 30.0
 
 
 class _LogTail:
@@ -157,6 +161,7 @@ class Supervisor:
         self._t0 = clock()
         self._ready_mono: float | None = None
         self._dirty = False
+        self._dirty_since_error = False  # the last write of run.json failed
 
     # ---- record plumbing: the supervisor owns these fields, `servefit stop` owns stop*
 
@@ -166,21 +171,41 @@ class Supervisor:
         "auth_note",
     )  # fmt: skip
 
-    def _commit(self) -> None:
-        with self.rundir.update() as rec:
-            for name in self._OWNED:
-                setattr(rec, name, getattr(self.record, name))
-            self.record.stop_requested = rec.stop_requested
-            self.record.stop = rec.stop
-        self._dirty = False
+    def _commit(self) -> bool:
+        """Write the owned fields; False (still dirty, retried at the next poll) when run.json
+        cannot be written: supervising the engine matters more than recording it."""
+        try:
+            with self.rundir.update() as rec:
+                for name in self._OWNED:
+                    setattr(rec, name, getattr(self.record, name))
+                self._take_stop(rec)
+        except OSError as exc:
+            if not self._dirty_since_error:  # once per spell of failures, not every poll
+                print(f"servefit: run.json not written: {exc.strerror or exc}", file=sys.stderr)
+            self._dirty = self._dirty_since_error = True
+            return False
+        self._dirty = self._dirty_since_error = False
+        return True
+
+    def _take_stop(self, rec: RunRecord) -> None:
+        """The stop request: run.json's, else stop.requested (written by a `servefit stop`
+        that could not rewrite run.json)."""
+        if not rec.stop_requested:
+            by = self.rundir.stop_marker()
+            if by is not None:
+                rec.stop_requested = True
+                rec.stop = StopInfo(
+                    requested_at=time.time(), by=by, grace_s=self.record.config.grace_s
+                )
+        self.record.stop_requested = rec.stop_requested
+        self.record.stop = rec.stop
 
     def _refresh_stop(self) -> None:
         try:
             rec = self.rundir.read()
         except (OSError, ValueError):
             return
-        self.record.stop_requested = rec.stop_requested
-        self.record.stop = rec.stop
+        self._take_stop(rec)
 
     def _enter(self, state: str, fill: bool = True) -> None:
         """Move forward to `state`. With `fill`, start-up stages passed without a line of their
@@ -325,10 +350,10 @@ class Supervisor:
         from servefit.launch.stop import terminate_group
 
         info = StopInfo(requested_at=time.time(), by=why, grace_s=self.record.config.grace_s)
-        with self.rundir.update() as rec:
+        with contextlib.suppress(OSError), self.rundir.update() as rec:  # a full disk: stop anyway
             rec.stop = info
         signals, escalated, _ = terminate_group(self.record, self.record.config.grace_s)
-        with self.rundir.update() as rec:
+        with contextlib.suppress(OSError), self.rundir.update() as rec:
             if rec.stop is not None:
                 rec.stop.signals = signals
                 rec.stop.escalated = escalated
@@ -352,7 +377,9 @@ class Supervisor:
             rec.message = self._exit_message(how)  # reads the stage the engine died in
             rec.state = "failed"
         self._cleanup_leftovers()
-        self._commit()
+        deadline = time.monotonic() + FINAL_WRITE_S
+        while not self._commit() and time.monotonic() < deadline:
+            time.sleep(STOP_POLL_S * 2)
         if rec.state == "failed":
             self._diagnose()
 
@@ -388,7 +415,8 @@ class Supervisor:
             diagnosis = None
             self.record.diagnosis = f"diagnosis failed: {type(exc).__name__}: {exc}"
         if diagnosis is not None:
-            self.rundir.write_text(self.rundir.diagnosis_path, diagnosis.text)
+            with contextlib.suppress(OSError):  # the summary still goes into run.json
+                self.rundir.write_text(self.rundir.diagnosis_path, diagnosis.text)
             self.record.diagnosis = diagnosis.summary
         self._commit()
 
