@@ -25,6 +25,8 @@ DATA_READERS = [
     "test_preload.py",
     "test_events.py",
     "test_real_cpu_logs.py",
+    "test_golden.py",
+    "test_cpu.py",
 ]
 # A path outside the repository: the sibling folder `shared`, by any spelling a test could use.
 OUTSIDE = re.compile(r"\.\./shared|/work/shared|[\"']shared[\"']|(?<![\w.-])shared/")

@@ -51,11 +51,43 @@ OUT_DIR = Path(__file__).resolve().parents[1] / "src" / "servefit" / "engines" /
 _HUMAN_INT_OR_AUTO = {"max_model_len"}
 _HUMAN_INT = {"max_num_batched_tokens", "kv_cache_memory_bytes", "safetensors_prefetch_block_size"}
 _BUILTINS = {"bool", "int", "float", "str", "dict", "list", "tuple", "set", "bytes"}
-_CLI_ARGS_MODULES = ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.openai.cli_args")
+_CLI_ARGS_MODULES = (
+    "vllm.entrypoints.launchers.cli_args",  # 0.29.0 - 0.32.0
+    "vllm.entrypoints.common.cli_args",
+    "vllm.entrypoints.openai.cli_args",
+)
 
 
 class Unresolvable(Exception):
     pass
+
+
+class _Bind(ast.NodeTransformer):
+    def __init__(self, names: dict[str, ast.expr]) -> None:
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.names.get(node.id, node)
+
+
+def _unroll(stmt: ast.For) -> list[list[ast.stmt]] | None:
+    """The loop's body once per element of a literal list/tuple iterable, its target names bound
+    to the element's values; None when the loop is not over a literal."""
+    import copy
+
+    if not isinstance(stmt.iter, (ast.List, ast.Tuple)):
+        return None
+    targets = stmt.target.elts if isinstance(stmt.target, ast.Tuple) else [stmt.target]
+    if not all(isinstance(t, ast.Name) for t in targets):
+        return None
+    out = []
+    for element in stmt.iter.elts:
+        values = element.elts if isinstance(element, ast.Tuple) else [element]
+        if len(values) != len(targets):
+            return None
+        names = {t.id: v for t, v in zip(targets, values, strict=True)}
+        out.append([_Bind(names).visit(copy.deepcopy(b)) for b in stmt.body])
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -518,6 +550,12 @@ class CliWalker:
             self.statement(stmt)
 
     def statement(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.For) and (unrolled := _unroll(stmt)) is not None:
+            # `for arg, type in [("--flag", str), ...]: group.add_argument(arg, type=type, ...)`
+            # (0.11.x's deprecated --guided-decoding-* flags): one pass per literal element
+            for body in unrolled:
+                self.walk(body)
+            return
         if isinstance(stmt, (ast.If, ast.For, ast.With, ast.Try)):
             # Every branch registers flags the serve parser can see (`if not (serve and
             # --help)` guards only --model); walk all of them.

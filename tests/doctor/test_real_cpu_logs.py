@@ -74,9 +74,10 @@ def test_the_attention_block_size_is_compared_exactly() -> None:
         p = plan(PlanRequest(model=model, gpu="H100", engine="vllm==0.32.0", args={**args, **extra}))
         return next(c for c in compare(launch, p) if c.name == "attention block size")
 
-    # A GPU start aligns from block 16 to 320 tokens; from the CPU platform's 128 it is 384.
+    # A GPU start aligns from block 16 to 272 tokens (0.32.0 on an H100: FLASH_ATTN's 16, no
+    # FlashInfer GDN checkpoint alignment before 0.33.0); from the CPU platform's 128 it is 384.
     gpu = block_check({})
-    assert (gpu.logged, gpu.predicted, gpu.flagged) == (384, 320, True)
+    assert (gpu.logged, gpu.predicted, gpu.flagged) == (384, 272, True)
     cpu = block_check({"block_size": 128})
     assert (cpu.logged, cpu.predicted, cpu.flagged) == (384, 384, False)
 

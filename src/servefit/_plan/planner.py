@@ -65,6 +65,10 @@ def resolve_gpu(ref: str | GPUSpec, gpu_mem_mib: int | None) -> tuple[GPUSpec, s
                 f"--gpu local: no GPU visible ({found.reason}); name one with --gpu, e.g. --gpu A6000"
             )
         gpu, source = gpu_spec_from_local(found.devices[0]), "nvml"
+    elif str(ref).lower() == "cpu":  # the engine's CPU platform on this machine
+        from servefit.hardware.cpu import local_cpu
+
+        gpu, source = local_cpu(), "cpu"
     else:
         from servefit.hardware.catalog import get_gpu
 

@@ -35,6 +35,13 @@ def plan_options(f):
             "machine's GPUs through NVML.",
         ),
         click.option(
+            "--device",
+            type=click.Choice(["gpu", "cpu"], case_sensitive=False),
+            default=None,
+            help="cpu: the engine's CPU platform on this machine (vLLM; KV memory from "
+            "VLLM_CPU_KVCACHE_SPACE or --kv-cache-memory-bytes), no --gpu needed.",
+        ),
+        click.option(
             "-n",
             "--num-gpus",
             type=GPU_COUNT,
@@ -166,11 +173,18 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         raise ArgumentError(
             "no model: pass --model (see `servefit models`) or a launch command with --model-path"
         )
-    if not opts.get("gpu"):
-        raise ArgumentError("no GPU: pass --gpu NAME (see `servefit gpus`) or --gpu local")
+    gpu = opts.get("gpu")
+    if (opts.get("device") or "").lower() == "cpu":
+        if gpu and gpu.lower() != "cpu":
+            raise ArgumentError(f"--device cpu plans this machine's CPU; drop --gpu {gpu}")
+        gpu = "cpu"
+    if not gpu:
+        raise ArgumentError(
+            "no GPU: pass --gpu NAME (see `servefit gpus`), --gpu local, or --device cpu"
+        )
     return PlanRequest(
         model=model,
-        gpu=opts["gpu"],
+        gpu=gpu,
         engine=engine_spec,
         args=values,
         env=env,

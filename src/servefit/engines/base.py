@@ -212,6 +212,10 @@ class Profile:
     size_pools: SizePools
     pool_shape: Callable[[dict[str, Any]], tuple[int, int]]
     renames: Mapping[str, str] = field(default_factory=dict)
+    # A release of this profile's group as the engine registers it where it differs from the
+    # profile's own release (the architectures it serves): release -> its Profile. None: every
+    # release of the group is the profile as is.
+    for_release: Callable[[str], Profile] | None = None
     hidden_args: frozenset[str] = frozenset()
 
     def flag(self, dest: str) -> Flag | None:

@@ -29,6 +29,9 @@ class GPUSpec:
     comm_base_mib: float = 0.0  # fixed extra once world_size > 1 (fitted on MI355X; 0 on NVIDIA)
     # all GPUs of a node peer-linked (NVSwitch / xGMI): the engines' custom all-reduce runs at TP>2
     fully_connected: bool = False
+    # vendor "cpu" (an engine's CPU platform): the ISA flags that change what the engine sizes
+    # ("avx512_bf16", "amx_tile"; /proc/cpuinfo's names)
+    features: frozenset[str] = frozenset()
 
     def with_memory(self, memory_mib: int) -> GPUSpec:
         from dataclasses import replace
@@ -43,4 +46,4 @@ class GPUSet:
     gpu: GPUSpec
     count: int
     free_gib_override: float | None = None  # --free-gib: free memory before weights, per GPU
-    source: str = "catalog"  # "catalog" | "nvml" | "override"
+    source: str = "catalog"  # "catalog" | "nvml" | "override" | "cpu"

@@ -57,10 +57,14 @@ def test_reference_worked_example_hopper_default(next80):
     p = vplan(next80, "H200", E, tensor_parallel_size=4, kv_cache_memory_bytes=50 * GiB)
     assert p.pools.num_blocks == 13653
     assert p.pools.mamba_slots_per_request == 3
-    assert p.log_lines[-1] == (
+    # kv_cache_utils.py:update_kv_cache_capacity, then resolve_kv_cache_block_sizes: the four
+    # groups' block sizes (all 320 in align mode) and their lcm
+    assert p.log_lines[-3:] == [
         "GPU KV cache size: 4,317,312 tokens, Maximum concurrency for 262,144 tokens per "
-        "request: 16.47x"
-    )
+        "request: 16.47x",
+        "kv cache group sizes (320, 320, 320, 320)",
+        "kv lcm block sizes 320",
+    ]
     assert (
         "Padding mamba page size by 19.40% to ensure that mamba page size and attention page size are exactly equal."
         in p.log_lines

@@ -1,6 +1,7 @@
-"""vLLM rules that read the same in every mirrored release (0.24.0 and 0.33.0).
+"""vLLM rules that read the same in every mirrored release (0.10.0 ... 0.33.0), and the pieces
+the releases' rules compose (state shapes, grouping, error texts of the later releases).
 
-Only what both wheels agree on lives here; anything that differs is in the version package.
+What differs between releases is in the profiles' rules (v0_10_0/rules.py and its subclasses).
 Citations are paths inside the wheels (`pip download --no-deps vllm==V`).
 """
 
@@ -213,6 +214,8 @@ def capture_sizes(v: dict[str, Any], max_graph_size: int) -> list[int]:
         sizes += list(range(256, top + 1, 16))
     if tokens <= top:
         sizes.append(tokens)
+    if v.get("_capture_max_num_seqs") and q == 1 and v["max_num_seqs"] <= top:
+        sizes.append(v["max_num_seqs"])  # 0.31.0 on: uniform_decode_sizes = [max_num_seqs]
     return sorted(set(sizes))
 
 
@@ -259,11 +262,14 @@ def per_stage(
     return replace(grouping, stage_group_size=worst)
 
 
-def group_layers(attention_layers: int, mamba_layers: int) -> Grouping:
-    """_get_kv_cache_groups_uniform_page_size (kv_cache_utils.py in 0.24.0,
-    kv_cache_planning.py in 0.33.0): one bucket per distinct spec; group size = the smallest
-    bucket, or the largest when it is under 1.5x the smallest; each bucket is cut into
-    cdiv(len, group_size) groups and "Add %d padding layers" is logged for the shortfall.
+def group_layers(
+    attention_layers: int, mamba_layers: int, max_ratio: float | None = 1.5
+) -> Grouping:
+    """_get_kv_cache_groups_uniform_page_size (kv_cache_utils.py; kv_cache_planning.py from
+    0.33.0): one bucket per distinct spec; group size = the smallest bucket, or the largest
+    when it is under `max_ratio` x the smallest (the release's ratio: none before 0.12.0, 1.25,
+    1.5 from 0.18.0); each bucket is cut into cdiv(len, group_size) groups and "Add %d padding
+    layers" is logged for the shortfall.
     A model without Mamba layers has one uniform-spec group holding every attention layer
     (_get_kv_cache_groups_uniform_spec)."""
     if mamba_layers == 0:
@@ -279,7 +285,7 @@ def group_layers(attention_layers: int, mamba_layers: int) -> Grouping:
         return Grouping(mamba_layers, 0, 1, 0, mamba_layers, stage_group_size=mamba_layers)
     buckets = [attention_layers, mamba_layers]
     lo, hi = min(buckets), max(buckets)
-    size = hi if hi < lo * 1.5 else lo
+    size = hi if max_ratio is not None and hi < lo * max_ratio else lo
     logs = []
     for count in buckets:
         pad = size - count % size
@@ -377,8 +383,8 @@ def previously_supported_error(arch: str, version: str) -> str:
     )
 
 
-# vllm/model_executor/models/registry.py:_PREVIOUSLY_SUPPORTED_MODELS, the hybrid entries (the
-# same in 0.24.0 and 0.33.0).
+# vllm/model_executor/models/registry.py:_PREVIOUSLY_SUPPORTED_MODELS, the hybrid entries (from
+# 0.24.0 on; the removed architectures are still registered, and served, up to 0.23.0).
 PREVIOUSLY_SUPPORTED = {
     "BambaForCausalLM": "0.23.0",
     "MiniMaxForCausalLM": "0.23.0",
@@ -386,3 +392,13 @@ PREVIOUSLY_SUPPORTED = {
     "MiniMaxM1ForCausalLM": "0.23.0",
     "MiniMaxVL01ForConditionalGeneration": "0.23.0",
 }
+
+
+def architectures(model: ModelSpec) -> list[str]:
+    """The config's `architectures` list (ModelConfig.architectures)."""
+    return list(model.raw_config.get("architectures") or [model.architecture])
+
+
+def is_moe(model: ModelSpec) -> bool:
+    """ModelConfig.is_moe: the model has routed experts."""
+    return any(getattr(layer.ffn, "kind", "") == "moe" for layer in model.layers)

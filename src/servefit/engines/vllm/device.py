@@ -78,3 +78,8 @@ def cuda_total_gib(gpu: GPUSpec) -> float:
 def device_name(gpu: GPUSpec) -> str:
     """`current_platform.get_device_name()` as vLLM compares it ("a100" in name)."""
     return gpu.name
+
+
+def is_cpu(gpu: GPUSpec) -> bool:
+    """The device is vLLM's CPU platform (platforms/cpu.py:CpuPlatform), not a GPU."""
+    return gpu.vendor == "cpu"

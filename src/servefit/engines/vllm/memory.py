@@ -7,7 +7,7 @@ from typing import Any
 
 from servefit.engines.base import Measured, MemoryInputs
 from servefit.engines.vllm.common import pp_indices
-from servefit.engines.vllm.device import cuda_total_gib
+from servefit.engines.vllm.device import cuda_total_gib, is_cpu
 from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
 from servefit.model.cache import weights
@@ -28,6 +28,15 @@ def memory_inputs(
     # cached: explain and fit re-plan one model many times; vLLM's own PP layer split
     w = weights(model, tp, pp, ep, pp_indices)
     draft = w.draft_gib if v.get("_spec_method") == "mtp" else 0.0
+    if is_cpu(gpus.gpu):  # host memory: the CPU worker reports the NUMA node's total
+        total = gpus.gpu.memory_mib / 1024
+        return MemoryInputs(
+            total_gib=total,
+            pre_load_free_gib=total,
+            weights_gib=measured.weights_gib if measured.weights_gib is not None else w.target_gib,
+            draft_weights_gib=0.0 if measured.weights_gib is not None else draft,
+            calibrated=measured.weights_gib is not None,
+        )
     total = cuda_total_gib(gpus.gpu)
     if measured.free_before_gib is not None:
         free = measured.free_before_gib

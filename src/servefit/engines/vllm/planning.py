@@ -1,7 +1,7 @@
 """Available KV memory, blocks, concurrency, start-up errors and log lines, for both mirrored
 vLLM releases; what differs between them comes from the version's `PlanningRules`.
 
-Mirrors (the same in 0.24.0 and 0.33.0 unless the rules say otherwise):
+Mirrors (the same in every release unless its rules say otherwise):
   vllm/v1/worker/utils.py:request_memory: requested = ceil(total x gpu_memory_utilization), and
       the start-up error when the free memory is below it
   vllm/v1/worker/gpu_worker.py:Worker.determine_available_memory: available = requested -
@@ -19,13 +19,13 @@ Mirrors (the same in 0.24.0 and 0.33.0 unless the rules say otherwise):
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from servefit._plan.schema import Consumer, PerRank, Pools
 from servefit.engines.base import MemoryInputs, ResolvedArgs, Sizing
-from servefit.engines.vllm import common, profiling
+from servefit.engines.vllm import common, cpu_platform, profiling
 from servefit.engines.vllm.common import cdiv, format_gib
+from servefit.engines.vllm.device import is_cpu
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
@@ -34,30 +34,55 @@ if TYPE_CHECKING:
     from servefit.engines.vllm.resolve import KVLayout
 
 
-class PlanningRules(Protocol):
-    """The planning differences of one release (v0_*/planning_rules.py)."""
-
-    # 0.33.0 checks against available - one block (the null block), 0.24.0 against available
-    NULL_BLOCK_IN_CHECK: bool
-    # the V1 runner logs "Profiling CUDA graph memory" / "Estimated CUDA graph memory"
-    V1_GRAPH_LOGS: bool
-
-    def capacity_logs(self, tokens: int, max_model_len: int, concurrency: float) -> list[str]: ...
+# One release's rules object (v0_10_0/rules.py:Rules or a subclass): every hook asked here is
+# defined there.
+PlanningRules = Any
 
 
-def blocks_per_request(v: dict[str, Any], layout: Any, max_len: int) -> int:
+def blocks_per_request(v: dict[str, Any], layout: Any, max_len: int, rules: Any) -> int:
     """Blocks one request at `max_len` takes from the shared pool, summed over groups
-    (_max_memory_usage_bytes_from_groups / get_max_concurrency_for_kv_cache_config):
-    FullAttentionSpec cdiv(len, block) per attention group; MambaSpec.max_memory_usage_bytes /
-    page per Mamba group (the version's count; "all" mode grows with the length)."""
+    (get_max_concurrency_for_kv_cache_config): FullAttentionSpec cdiv(len, block) per attention
+    group; MambaSpec.max_memory_usage_bytes / page per Mamba group (the release's count; "all"
+    mode grows with the length)."""
     g = layout.grouping
     attn = g.attention_groups * cdiv(max_len, layout.block_size)
     if not g.mamba_groups:
         return attn
-    per = layout.mamba_blocks_per_request
+    return attn + g.mamba_groups * mamba_blocks(v, layout, max_len, rules)
+
+
+def mamba_blocks(v: dict[str, Any], layout: Any, max_len: int, rules: Any) -> int:
+    """MambaSpec.max_memory_usage_bytes / page of one Mamba group at `max_len`."""
     if v["mamba_cache_mode"] == "all":
-        per = cdiv(max_len, layout.mamba_block_size) + v["num_speculative_tokens"]
-    return attn + g.mamba_groups * per
+        k = v["num_speculative_tokens"] if rules.MAMBA_ALL_COUNTS_SPEC else 0
+        return cdiv(max_len, layout.mamba_block_size) + k
+    return layout.mamba_blocks_per_request
+
+
+def one_request_bytes(model: ModelSpec, v: dict[str, Any], layout: Any, rules: Any):
+    """The need the release's one-request check compares with the available memory, as a
+    function of the length (rules.ONE_REQUEST_NEED):
+    "groups": bytes_per_block x the blocks summed over groups (_max_memory_usage_bytes_from_
+    groups, 0.19.0 on); "first_group": bytes_per_block x the first group's blocks (0.14.0 -
+    0.18.1: `any_spec = kv_cache_groups[0]`, whose spec is the first layer's); "layers": the
+    sum of every layer's own max_memory_usage_bytes (kv_cache_utils.py:max_memory_usage_bytes,
+    up to 0.13.0: padding layers not counted)."""
+    bpb = layout.bytes_per_block
+    g = layout.grouping
+    if rules.ONE_REQUEST_NEED == "groups" or not g.mamba_groups:
+        return lambda n: bpb * blocks_per_request(v, layout, n, rules)
+    if rules.ONE_REQUEST_NEED == "first_group":
+        if 0 in model.attention_layer_ids:
+            return lambda n: bpb * cdiv(n, layout.block_size)
+        return lambda n: bpb * mamba_blocks(v, layout, n, rules)
+    page = layout.page_bytes
+    return lambda n: (
+        page
+        * (
+            g.attention_layers * cdiv(n, layout.block_size)
+            + g.mamba_layers * mamba_blocks(v, layout, n, rules)
+        )
+    )
 
 
 def size(
@@ -71,10 +96,11 @@ def size(
     layout = v["_layout"]
     util = v["gpu_memory_utilization"]
     total_b = memory.total_gib * GiB
-    requested = math.ceil(total_b * util)
+    requested = rules.requested_memory(total_b, util)
     free_b = memory.pre_load_free_gib * GiB
     logs: list[str] = []
     warnings: list[str] = []
+    cpu = is_cpu(gpus.gpu)
 
     nonkv, notes = profiling.estimate(
         model,
@@ -90,60 +116,35 @@ def size(
     cg_on = v["_estimate_cudagraphs"] and bool(v["_graphs"])
     bpb = layout.bytes_per_block
     mml = v["max_model_len"]
-
-    def needed(length: int) -> int:
-        return bpb * blocks_per_request(v, layout, length)
+    needed = one_request_bytes(model, v, layout, rules)
 
     error = consumer = detail = None
     num_blocks = 0
     available = 0
-    if free_b < requested:
-        error = common.free_memory_error(free_b, total_b, util, requested)
+    if not cpu and free_b < requested:
+        error = rules.free_memory_error(free_b, total_b, util, requested)
         consumer = "memory in use before vLLM starts"
         detail = (
             f"{memory.pre_load_free_gib:.2f} GiB free at start-up < {util} x "
             f"{memory.total_gib:.2f} GiB requested"
         )
     else:
-        # gpu_model_runner.py:load_model, then Platform.update_block_size_for_backend
-        logs.append(
-            f"Model loading took {format_gib((memory.weights_gib + memory.draft_weights_gib) * GiB)} "
-            "GiB memory and … seconds"
-        )
-        if layout.block_log:
-            logs.append(layout.block_log)
-        if layout.padding_pct is not None:
-            logs.append(
-                f"Padding mamba page size by {layout.padding_pct:.2f}% to ensure that mamba page "
-                "size and attention page size are exactly equal."
-            )
-        if v.get("kv_cache_memory_bytes"):
-            available = int(v["kv_cache_memory_bytes"])
-            logs.append(
-                f"Initial free memory {format_gib(free_b)} GiB, reserved {format_gib(available)} GiB "
-                "memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
-                "memory profiling. This does not respect the gpu_memory_utilization config. Only "
-                "use kv_cache_memory_bytes config when you want manual control of KV cache memory "
-                "size. If OOM'ed, check the difference of initial free memory between the current "
-                "run and the previous run where kv_cache_memory_bytes is suggested and update it "
-                "correspondingly."
-            )
-        else:
-            if rules.V1_GRAPH_LOGS:
-                logs += _graph_logs(v, nonkv)
-            available = int(requested - nonkv.total(cg_on) * GiB)
-            logs.append(f"Available KV cache memory: {format_gib(available)} GiB")
-            if cg_on and nonkv.cudagraph > 0:
-                delta = nonkv.cudagraph / memory.total_gib
-                logs.append(
-                    "CUDA graph memory profiling is enabled (default since v0.21.0). The current "
-                    f"--gpu-memory-utilization={util:.4f} is equivalent to "
-                    f"--gpu-memory-utilization={round(util - delta, 4):.4f} without CUDA graph "
-                    "memory profiling. To maintain the same effective KV cache size as before, "
-                    f"increase --gpu-memory-utilization to {min(round(util + delta, 4), 1.0):.4f}. "
-                    "To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0."
-                )
+        block_lines = _block_lines(layout)
+        if not rules.BLOCK_LINES_AFTER_LOAD:  # config time, before the weights load
+            logs += block_lines
+        # gpu_model_runner.py:load_model, then (0.20.0 on) update_block_size_for_backend
+        logs.append(rules.model_loading_log((memory.weights_gib + memory.draft_weights_gib) * GiB))
+        if rules.BLOCK_LINES_AFTER_LOAD:
+            logs += block_lines
+        layout_line = rules.kv_layout_log(gpus)  # the engine core, before the workers profile
+        if layout_line:
+            logs.append(layout_line)
+        available, budget_logs = _available(v, memory, nonkv, cg_on, requested, cpu, rules)
+        logs += budget_logs
         logs += list(layout.grouping.padding_logs)
+        draft_line = rules.draft_group_log(model, v)
+        if draft_line:
+            logs.append(draft_line)
         if v.get("num_gpu_blocks_override") is not None:
             logs.append(
                 f"Overriding num_gpu_blocks={max(available, 0) // bpb} with "
@@ -170,18 +171,18 @@ def size(
                     "available GPU memory"
                 )
         if error is None and check <= 0:
-            error = common.NO_MEMORY
+            error = rules.no_memory_error()
         elif error is None and needed(mml) > check:
             est = common.estimate_max_model_len(needed, check, mml)
-            error = common.max_seq_len_error(mml, needed(mml), check, est)
+            error = rules.max_seq_len_error(mml, needed(mml), check, est)
             consumer = "KV cache of one request at max_model_len"
             detail = (
                 f"{needed(mml) / GiB:.2f} GiB for one {mml:,}-token request > "
                 f"{check / GiB:.2f} GiB available; longest that fits: {est:,} tokens"
             )
-        if error == common.NO_MEMORY or (error and consumer is None and "auto-fit" in error):
+        if error == rules.no_memory_error() or (error and consumer is None and "auto-fit" in error):
             consumer, detail = _largest_consumer(nonkv, cg_on, requested)
-    per_req = blocks_per_request(v, layout, mml)
+    per_req = blocks_per_request(v, layout, mml, rules)
     concurrency = 0.0
     tokens = 0
     if error is None:
@@ -189,16 +190,14 @@ def size(
         if v.get("num_gpu_blocks_override") is not None:
             num_blocks = v["num_gpu_blocks_override"]
         concurrency = num_blocks / per_req
-        tokens = int(concurrency * mml)
-        logs += rules.capacity_logs(tokens, mml, concurrency)
-        full_graphs = v["cudagraph_mode"] in ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "FULL")
-        if model.is_hybrid and full_graphs and v["max_num_seqs"] > num_blocks:
-            error = common.mamba_blocks_error(v["max_num_seqs"], num_blocks)
-            consumer = "max_num_seqs above the Mamba cache blocks"
-            detail = (
-                f"FULL decode CUDA graphs need one Mamba block per sequence: max_num_seqs "
-                f"{v['max_num_seqs']} > {num_blocks} blocks of {bpb / (1 << 20):.1f} MiB"
-            )
+        tokens = rules.capacity_tokens(
+            num_blocks, layout.grouping.num_groups, _min_block(v, layout), concurrency, mml
+        )
+        workers = v["tensor_parallel_size"] * v["pipeline_parallel_size"]
+        logs += rules.capacity_logs(tokens, mml, concurrency, v["_device"], workers)
+        logs += rules.group_block_logs(_group_block_sizes(model, v, layout))
+        error, consumer, detail, seq_logs = _mamba_seqs_check(model, v, num_blocks, bpb, rules)
+        logs += seq_logs
     if error:
         logs.append(error)
     return _sizing(
@@ -219,6 +218,120 @@ def size(
         error,
         consumer,
         detail,
+    )
+
+
+def _block_lines(layout: Any) -> list[str]:
+    """The hybrid alignment's two log lines (HybridAttentionMambaModelConfig up to 0.19.1,
+    Platform._align_hybrid_block_size from 0.20.0)."""
+    lines = [layout.block_log] if layout.block_log else []
+    if layout.padding_pct is not None:
+        lines.append(
+            f"Padding mamba page size by {layout.padding_pct:.2f}% to ensure that mamba page "
+            "size and attention page size are exactly equal."
+        )
+    return lines
+
+
+def _group_block_sizes(model: ModelSpec, v: dict[str, Any], layout: Any) -> list[int]:
+    """Each KV cache group's block size, in the engine's group order (the buckets follow the
+    layers' order: a model whose first layer is a Mamba layer lists its Mamba groups first)."""
+    g = layout.grouping
+    attn = [layout.block_size] * g.attention_groups
+    mamba = [layout.mamba_block_size or layout.block_size] * g.mamba_groups
+    return mamba + attn if g.mamba_groups and 0 not in model.attention_layer_ids else attn + mamba
+
+
+def _min_block(v: dict[str, Any], layout: Any) -> int:
+    """The smallest block size over the KV cache groups (the old capacity figure's unit): the
+    Mamba groups' block is max_model_len without prefix caching, the attention block with it."""
+    if layout.grouping.mamba_groups and layout.mamba_block_size:
+        return min(layout.block_size, layout.mamba_block_size)
+    return layout.block_size
+
+
+def _available(
+    v: dict[str, Any],
+    memory: MemoryInputs,
+    nonkv: profiling.NonKV,
+    cg_on: bool,
+    requested: float,
+    cpu: bool,
+    rules: Any,
+) -> tuple[int, list[str]]:
+    """The KV memory of one worker and the lines the worker logs about it
+    (gpu_worker.py:Worker.determine_available_memory; cpu_worker.py:CPUWorker's)."""
+    fixed = v.get("kv_cache_memory_bytes")
+    if cpu:
+        return int(fixed), [cpu_platform.explicit_kv_log(int(fixed), memory.total_gib * GiB)]
+    if fixed:
+        line = rules.kv_bytes_log(memory.pre_load_free_gib * GiB, int(fixed))
+        return int(fixed), [line] if line else []
+    logs: list[str] = []
+    if v["_v1_runner"] and v["_profiles_cudagraphs"]:
+        logs += _graph_logs(v, nonkv)
+    available = int(requested - nonkv.total(cg_on) * GiB)
+    logs.append(rules.available_memory_log(available))
+    if cg_on and nonkv.cudagraph > 0:
+        util = v["gpu_memory_utilization"]
+        delta = nonkv.cudagraph / memory.total_gib
+        logs.append(
+            "CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+            f"--gpu-memory-utilization={util:.4f} is equivalent to "
+            f"--gpu-memory-utilization={round(util - delta, 4):.4f} without CUDA graph "
+            "memory profiling. To maintain the same effective KV cache size as before, "
+            f"increase --gpu-memory-utilization to {min(round(util + delta, 4), 1.0):.4f}. "
+            "To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0."
+        )
+    return available, logs
+
+
+def _mamba_seqs_check(
+    model: ModelSpec, v: dict[str, Any], num_blocks: int, bpb: int, rules: Any
+) -> tuple[str | None, str | None, str | None, list[str]]:
+    """FULL decode CUDA graphs with more sequences than Mamba blocks (rules.MAMBA_SEQS_CHECK):
+    0.18.x - 0.19.x cap the capture sizes with a warning
+    (compilation.py:adjust_cudagraph_sizes_for_mamba_cache); 0.20.0 on raise
+    (resolve_cudagraph_mode_and_sizes), after the capacity lines are logged."""
+    full = v["cudagraph_mode"] in ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "FULL")
+    check = rules.MAMBA_SEQS_CHECK
+    if not (model.is_hybrid and full and check):
+        return None, None, None, []
+    if check == "cap":
+        sizes = common.capture_sizes(v, 512)
+        if not sizes or num_blocks >= sizes[-1]:
+            return None, None, None, []
+        capped = [s for s in sizes if s <= num_blocks]
+        if not capped:
+            return (
+                None,
+                None,
+                None,
+                [
+                    f"No valid cudagraph capture sizes remain after capping to Mamba cache blocks "
+                    f"({num_blocks}). The smallest capture size was {sizes[0]}. Disabling cudagraph "
+                    "capture. Consider reducing max_num_seqs or increasing available GPU memory."
+                ],
+            )
+        return (
+            None,
+            None,
+            None,
+            [
+                f"Capping cudagraph capture sizes from max {sizes[-1]} to {capped[-1]} to fit Mamba "
+                f"cache blocks ({num_blocks} blocks available). This limits the maximum batch size "
+                "that can use CUDA graphs. To increase this limit, reduce max_num_seqs or increase "
+                "available GPU memory."
+            ],
+        )
+    if v["max_num_seqs"] <= num_blocks:
+        return None, None, None, []
+    return (
+        common.mamba_blocks_error(v["max_num_seqs"], num_blocks),
+        "max_num_seqs above the Mamba cache blocks",
+        f"FULL decode CUDA graphs need one Mamba block per sequence: max_num_seqs "
+        f"{v['max_num_seqs']} > {num_blocks} blocks of {bpb / (1 << 20):.1f} MiB",
+        [],
     )
 
 

@@ -9,8 +9,8 @@ contract reads the same in every release and lives here (common.py, memory.py).
 
 from __future__ import annotations
 
-from functools import partial
-from types import ModuleType
+from dataclasses import replace
+from functools import cache, partial
 from typing import Any
 
 from servefit.engines.base import (
@@ -26,7 +26,7 @@ from servefit.engines.vllm import common, planning, resolve
 from servefit.engines.vllm.flags import load_flags, parse_argv
 from servefit.engines.vllm.levers import LEVERS as VLLM_LEVERS
 from servefit.engines.vllm.memory import memory_inputs
-from servefit.errors import EngineRejection
+from servefit.errors import EngineRejection, EngineVersionError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 
@@ -42,8 +42,9 @@ LEVERS: dict[str, str] = {
 }
 
 
-def declare(rules: ModuleType, *, log_format: frozenset[LogFeature] = frozenset()) -> Profile:
-    """The Profile of the release whose rules module is `rules` (rules.VERSION)."""
+def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> Profile:
+    """The Profile of the release whose rules are `rules` (an instance of v0_10_0/rules.py:Rules
+    or of a later profile's subclass; rules.VERSION is the profile id)."""
     version: str = rules.VERSION
     flags = load_flags(version)
     archs = read_architectures(__package__, version)
@@ -58,12 +59,14 @@ def declare(rules: ModuleType, *, log_format: frozenset[LogFeature] = frozenset(
     ) -> Sizing:
         return planning.size(model, gpus, resolved, memory, rules)
 
-    return Profile(
+    dests = {f.dest for f in flags}
+    profile = Profile(
         engine=ENGINE,
         version=version,
         flags=flags,
         architectures=archs,
-        levers=LEVERS,
+        # the levers whose flag this release has (--mamba-ssm-cache-dtype is 0.10.2+, ...)
+        levers={k: d for k, d in LEVERS.items() if d in dests or d == "num_speculative_tokens"},
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
@@ -73,11 +76,25 @@ def declare(rules: ModuleType, *, log_format: frozenset[LogFeature] = frozenset(
         size_pools=size_pools,
         pool_shape=pool_shape,
     )
+    return replace(profile, for_release=partial(_for_release, profile))
 
 
 def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
     """(block size, max_model_len) as the engine args resolved them."""
     return int(v.get("block_size") or 1), int(v.get("max_model_len") or 0)
+
+
+@cache
+def _for_release(profile: Profile, release: str) -> Profile:
+    """The profile as `release` registers models: its own architecture list
+    (archs_<release>.txt, tools/extract_architectures.py) when the group's releases differ."""
+    try:
+        archs = read_architectures(__package__, release)
+    except EngineVersionError:
+        return profile
+    if archs == profile.architectures:
+        return profile
+    return replace(profile, architectures=archs, check_model=partial(check_model, archs))
 
 
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:

