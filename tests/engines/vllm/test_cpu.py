@@ -57,8 +57,6 @@ SIZING = (
     "kv lcm block sizes ",
 )
 PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG) [\d-]+ [\d:]+ \[[^\]]+\] ")
-# A start-up the engine's own argparse stops (servefit reports it from the CLI, cli/argcheck.py)
-ARGPARSE = {"v0320-qwen3-fail-unknown-flag"}
 
 
 def engine_lines(name: str) -> list[str]:
@@ -110,6 +108,11 @@ def plan_case(name: str):
     )
 
 
+# Start-ups the engine's own argparse stopped ("vllm: error: unrecognized arguments: ..."):
+# servefit reports them from the CLI (cli/argcheck.py), before any plan
+ARGPARSE = {
+    n for n in CASES if "error: unrecognized arguments" in (LOGS / CASES[n]["log"]).read_text()
+}
 SIZED = [n for n in CASES if n not in ARGPARSE]
 
 
