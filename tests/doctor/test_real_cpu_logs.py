@@ -121,3 +121,19 @@ def test_a_config_the_engine_refuses_is_named_in_its_words() -> None:
     assert report.root_cause.error.message == (
         "Value error, --mamba-block-size can only be set with --enable-prefix-caching"
     )
+
+
+def test_the_cpu_platforms_kv_memory_and_isa_changes_are_read() -> None:
+    # "Explicitly set (1.0/23.54) GiB for KV cache on node 0." (vllm/v1/worker/cpu_worker.py)
+    # and "Reset SSM cache type to float32 for accelerated GDN mamba backend 'qwen3_next'."
+    # (vllm/platforms/cpu.py, on this AVX512-BF16 CPU)
+    launch = read_log(log_of("v0320-qwen3next-pc-env1g")).launches[0]
+    assert [r.kv_available_gib for r in launch.ranks] == [1.0]
+    assert launch.pools.cpu_node_memory_gib == 23.54
+    changes = {c.arg: c.new for c in launch.changes}
+    assert changes["mamba_ssm_cache_dtype"] == "float32"
+    # 0.24.0 on AMX: "Disabled unsupported prefix caching and chunked prefill for linear
+    # attention on AMX CPU platforms."
+    amx = read_log(log_of("v0240-qwen35-nopc-env1g")).launches[0]
+    assert {c.arg: c.new for c in amx.changes}["enable_prefix_caching"] is False
+    assert amx.pools.cpu_node_memory_gib == 23.54

@@ -492,6 +492,8 @@ class LaunchAcc:
 
     def _on_kv_available(self, ev, hit, r):
         r.first("kv_available_gib", ev["gib"])
+        if ev.get("device") == "cpu":
+            self.pools["cpu_node_memory_gib"] = ev["node_total_gib"]
 
     def _on_cg_estimate(self, ev, hit, r):
         self.pools["cudagraph_estimate_gib"] = ev["gib"]

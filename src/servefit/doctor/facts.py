@@ -85,6 +85,9 @@ class PoolFacts(_Frozen):
     profile_total_gpu_gib: float | None = None  # V0 "Memory profiling results: total_gpu_memory"
     profile_kv_cache_gib: float | None = None
     gpu_memory_utilization: float | None = None
+    # vLLM's CPU platform: "Explicitly set (kv/node_total) GiB for KV cache on node N." (the KV
+    # memory is the rank's kv_available_gib)
+    cpu_node_memory_gib: float | None = None
 
 
 class AutoChange(_Frozen):

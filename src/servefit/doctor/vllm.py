@@ -49,6 +49,12 @@ def _engine_config(m: re.Match[str]) -> Event:
     return out
 
 
+# The `why` of the CPU platform's ISA-driven changes (and the feature each one reveals).
+WHY_AVX512_BF16 = "CPU with AVX512-BF16: the accelerated GDN kernel keeps the SSM state in float32"
+WHY_AMX = "CPU with AMX tiles: prefix caching and chunked prefill are off for linear attention"
+CPU_FEATURE_OF = {WHY_AVX512_BF16: "avx512_bf16", WHY_AMX: "amx_tile"}
+
+
 def _value_error(m: re.Match[str]) -> Event:
     """The validator's message without pydantic's input dump."""
     return {"error": "arg_error", "text": f"Value error, {m.group('message').strip()}"}
@@ -139,6 +145,24 @@ RULES: tuple[Rule, ...] = (
         "vllm/model_executor/models/config.py:MambaModelConfig.verify_and_update_config",
         fixed(arg="mamba_cache_mode", why="follows --enable-prefix-caching"),
     ),
+    # what the CPU platform changes by the CPU's ISA (torch.cpu._is_avx512_bf16_supported,
+    # _is_amx_tile_supported): the replay reads the CPU's features back from these changes
+    rule(
+        "Reset SSM cache type to float32",
+        r"Reset SSM cache type to float32 for accelerated GDN mamba backend",
+        "change",
+        V,
+        "vllm/platforms/cpu.py:CpuPlatform.check_and_update_config (0.32)",
+        fixed(arg="mamba_ssm_cache_dtype", new="float32", why=WHY_AVX512_BF16),
+    ),
+    rule(
+        "Disabled unsupported prefix caching and chunked prefill",
+        r"Disabled unsupported prefix caching and chunked prefill for linear attention on AMX",
+        "change",
+        V,
+        "vllm/platforms/cpu.py:CpuPlatform.check_and_update_config (0.24)",
+        fixed(arg="enable_prefix_caching", new=False, why=WHY_AMX),
+    ),
     rule(
         "Updating mamba_ssm_cache_dtype to",
         r"Updating mamba_ssm_cache_dtype to '(?P<new>\w+)'",
@@ -173,6 +197,17 @@ RULES: tuple[Rule, ...] = (
         "kv_available",
         V,
         "vllm/v1/worker/gpu_worker.py:Worker.determine_available_memory",
+    ),
+    # the CPU platform: the KV memory it was given (--kv-cache-memory-bytes or
+    # VLLM_CPU_KVCACHE_SPACE) out of the NUMA node's memory; format_gib numbers
+    rule(
+        "GiB for KV cache on node",
+        r"Explicitly set \((?P<gib>[\d.]+)/(?P<node_total_gib>[\d.]+)\) GiB for KV cache on node "
+        r"(?P<node>\d+)",
+        "kv_available",
+        V,
+        "vllm/v1/worker/cpu_worker.py:CPUWorker.determine_available_memory",
+        fixed(device="cpu"),
     ),
     rule(
         "Estimated CUDA graph memory:",
