@@ -19,9 +19,10 @@ import subprocess
 import pytest
 from pydantic import ValidationError
 
-from servefit.launch import procs, rundir
+from servefit.launch import portlock, procs, rundir
 from servefit.launch.command import parse_launch
 from servefit.launch.events import LogProgress
+from servefit.launch.rundir import list_runs
 from servefit.launch.schema import SupervisorConfig
 from servefit.launch.stop import owned_members, stop_run
 from servefit.launch.supervisor import prepare_run
@@ -131,3 +132,54 @@ def test_stop_on_a_full_disk_ends_the_engine_and_says_what_was_not_recorded(supe
     # the supervisor learnt of the stop from stop.requested: a stop, not a crash
     assert final.state == "stopped" and final.stop.by == "servefit stop"
     assert final.message == "stopped by servefit stop: the engine was killed by SIGKILL"
+
+
+# ---- two launches on one port
+
+
+def test_a_second_launch_on_a_port_is_refused_naming_the_run_that_holds_it(
+    capsys, supervise, runs_root
+):
+    port = free_port()
+    first = supervise(
+        standin_argv("sglang", port, "slow-weight-load"), env={"STANDIN_WEIGHT_LOAD_S": "3600"}
+    )
+    first.wait_state("loading_weights")  # not listening yet: the preflight port check passes
+    assert portlock.holder(runs_root, port) == first.run.id
+    code, out, err = cli(
+        capsys,
+        "launch",
+        "--engine",
+        "sglang",
+        "--runs-dir",
+        str(runs_root),
+        "--",
+        *standin_argv("sglang", port),
+    )
+    assert "127.0.0.1:" + str(port) + " is free" in " ".join(out.split())
+    assert code == 1 and err.strip() == (
+        f"servefit: error: port {port} is taken by run {first.run.id} (loading weights); "
+        f"stop it first (servefit stop {first.run.id}) or choose another --port"
+    )
+    assert [r.id for r in list_runs(runs_root)] == [first.run.id]  # nothing left of the second
+    stop_run(first.run, grace_s=3.0, gpus_fn=_no_gpus)
+    assert first.join().state == "stopped"
+    assert portlock.holder(runs_root, port) is None  # given up when the run ended
+
+
+def test_a_stale_port_claim_is_taken_over(runs_root):
+    port = free_port()
+    launch = parse_launch(["python", "-m", "sglang.launch_server", "--port", str(port)])
+    # a claim naming a run that no longer exists
+    runs_root.mkdir(mode=0o700)
+    portlock.claim(runs_root, port, "20261129T101748Z-000000")
+    first = prepare_run(runs_root, launch)
+    assert portlock.holder(runs_root, port) == first.id
+    # a run whose supervisor died (a pid that is not its start time) and whose engine is gone
+    with first.update() as rec:
+        rec.watcher_pid, rec.watcher_start_ticks = os.getpid(), 1
+    second = prepare_run(runs_root, launch)
+    assert portlock.holder(runs_root, port) == second.id
+    # a run that has just been prepared holds its port until its supervisor starts
+    with pytest.raises(portlock.PortTaken, match=f"taken by run {second.id} \\(starting\\)"):
+        prepare_run(runs_root, launch)

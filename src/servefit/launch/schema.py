@@ -141,6 +141,7 @@ class RunRecord(_Model):
     pgid: int | None = None
     pid_start_ticks: int | None = None
     watcher_pid: int | None = None
+    watcher_start_ticks: int | None = None  # the supervisor's start time (a pid is reused)
     exit_code: int | None = None
     exit_signal: str | None = None
     served_model: str | None = None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.launch import procs
+from servefit.launch.liveness import owned_members
 from servefit.launch.rundir import RunDir
 from servefit.launch.schema import RunRecord, StopInfo
 
@@ -33,19 +34,6 @@ class StopResult:
     state: str | None = None
     exit: str | None = None  # "was killed by SIGTERM", ...
     notes: list[str] = field(default_factory=list)
-
-
-def owned_members(record: RunRecord) -> list[int]:
-    """Live processes of the run's group that are provably the run's."""
-    if record.pgid is None:
-        return []
-    members = procs.group_members(record.pgid)
-    if not members:
-        return []
-    if procs.same_process(record.pid, record.pid_start_ticks):
-        return members
-    # The leader is gone (or its pid was reused outside the group): trust only marked members.
-    return [pid for pid in members if procs.run_marker(pid) == record.id]
 
 
 def terminate_group(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from servefit.launch import procs
+from servefit.launch import portlock, procs
 from servefit.launch.auth import ServerKey, auth_refused, launch_redactor, server_key
 from servefit.launch.events import LogProgress, split_lines
 from servefit.launch.probe import check_health, readiness
@@ -166,7 +167,8 @@ class Supervisor:
     # ---- record plumbing: the supervisor owns these fields, `servefit stop` owns stop*
 
     _OWNED = (
-        "state", "message", "pid", "pgid", "pid_start_ticks", "watcher_pid", "exit_code",
+        "state", "message", "pid", "pgid", "pid_start_ticks", "watcher_pid",
+        "watcher_start_ticks", "exit_code",
         "exit_signal", "served_model", "timings", "facts", "leftover_pids", "diagnosis",
         "auth_note",
     )  # fmt: skip
@@ -231,6 +233,7 @@ class Supervisor:
 
     def run(self) -> RunRecord:
         self.record.watcher_pid = os.getpid()
+        self.record.watcher_start_ticks = procs.start_ticks(os.getpid())
         if not self._spawn():
             return self.record
         spec = self.spec
@@ -260,11 +263,18 @@ class Supervisor:
         return self.record
 
     def _spawn(self) -> bool:
+        if self._start():
+            return True
+        portlock.release(self.rundir.path.parent, self.record.port, self.record.id)
+        return False
+
+    def _start(self) -> bool:
         # The real argv and environment (argv.json and env.json hold the redacted copies).
         argv = list(self.spec.argv)
         env = {**os.environ, **self.spec.env}
         with self.rundir.update() as rec:
             rec.watcher_pid = self.record.watcher_pid
+            rec.watcher_start_ticks = self.record.watcher_start_ticks
             if rec.stop_requested:
                 rec.state = "stopped"
                 rec.message = "stopped before the engine was started"
@@ -382,6 +392,8 @@ class Supervisor:
             time.sleep(STOP_POLL_S * 2)
         if rec.state == "failed":
             self._diagnose()
+        # the engine's group is gone (cleaned up above): the port is free for the next launch
+        portlock.release(self.rundir.path.parent, rec.port, rec.id)
 
     def _exit_message(self, how: str) -> str:
         rec, prober = self.record, self.prober
@@ -445,41 +457,47 @@ def prepare_run(
     typed = list(typed or launch.argv)
     redactor = launch_redactor(launch.engine, [launch.argv, typed], env)
     run = RunDir.create(root, redactor=redactor)
-    env[procs.RUN_MARKER] = run.id  # inherited by every process of the engine: its identity
-    run.spec = LaunchSpec(
-        argv=list(launch.argv),
-        env=env,
-        cwd=cwd,
-        api_key=key.value if key else None,
-        api_key_source=key.source if key else None,
-    )
-    argv = redactor.argv(launch.argv)
-    run.write_json(run.argv_path, {"argv": argv, "cwd": cwd, "typed": redactor.argv(typed)})
-    run.write_json(run.env_path, redactor.env(env))
-    if plan is not None:
-        run.write_json(run.plan_path, plan.model_dump(mode="json"))
-    run.save(
-        RunRecord(
-            id=run.id,
-            engine=launch.engine,
-            command_line=shlex.join(argv),
+    try:
+        env[procs.RUN_MARKER] = run.id  # inherited by every process of the engine: its identity
+        run.spec = LaunchSpec(
+            argv=list(launch.argv),
+            env=env,
             cwd=cwd,
-            host=launch.host,
-            port=launch.port,
-            url=launch.url,
-            timings=Timings(created=time.time()),
-            config=config or SupervisorConfig(),
-            preflight=list(checks or []),
-            forced=forced,
-            plan_verdict=plan.verdict if plan is not None else None,
-            plan_engine=(
-                f"{plan.engine.name}=={plan.engine.version}" if plan is not None else None
-            ),
-            plan_gpu=str(request.gpu) if request is not None else None,
-            plan_model=str(request.model) if request is not None else None,
-            probe_key=key.shown if key else None,
+            api_key=key.value if key else None,
+            api_key_source=key.source if key else None,
         )
-    )
+        argv = redactor.argv(launch.argv)
+        run.write_json(run.argv_path, {"argv": argv, "cwd": cwd, "typed": redactor.argv(typed)})
+        run.write_json(run.env_path, redactor.env(env))
+        if plan is not None:
+            run.write_json(run.plan_path, plan.model_dump(mode="json"))
+        run.save(
+            RunRecord(
+                id=run.id,
+                engine=launch.engine,
+                command_line=shlex.join(argv),
+                cwd=cwd,
+                host=launch.host,
+                port=launch.port,
+                url=launch.url,
+                timings=Timings(created=time.time()),
+                config=config or SupervisorConfig(),
+                preflight=list(checks or []),
+                forced=forced,
+                plan_verdict=plan.verdict if plan is not None else None,
+                plan_engine=(
+                    f"{plan.engine.name}=={plan.engine.version}" if plan is not None else None
+                ),
+                plan_gpu=str(request.gpu) if request is not None else None,
+                plan_model=str(request.model) if request is not None else None,
+                probe_key=key.shown if key else None,
+            )
+        )
+        # after the record exists (a claim names a run whose state can be read), before the engine
+        portlock.claim(run.path.parent, launch.port, run.id)
+    except BaseException:
+        shutil.rmtree(run.path, ignore_errors=True)  # a refused or failed start leaves nothing
+        raise
     return run
 
 
