@@ -16,6 +16,8 @@ short request at a time is no fix.
   running requests, then more KV tokens, then more headroom.
 When neither exists on these GPUs, or the weights alone do not fit, `gpus` is the smallest
 number of GPUs of this kind (every TP x PP layout of each count, in order) that starts.
+A release that does not serve the model at all (its architecture list, its config loader) is
+fixed by no flag and no GPU count: the note names the registered releases that serve it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from servefit._explain.lever_types import Context, Lever, Option, levers_for
 from servefit._explain.outcome import outcome, signature, starts
 from servefit._explain.replan import changed_dests, replan
 from servefit._explain.schema import Fix, FixCandidate, FixChange, GpusNeeded, Outcome
+from servefit.engines import registry
+from servefit.errors import EngineRejection
 
 PAIR_GRID = 10  # values per lever in the pair search
 MAX_GPUS = 64  # the GPU-count search stops here
@@ -88,6 +92,12 @@ def minimal_fix(
     gpus: bool = True,
 ) -> Fix:
     floors = Floors(min_free_gib, min_running)
+    elsewhere = served_elsewhere(ctx)
+    if elsewhere is not None:
+        return Fix(
+            found=False, before=before, tried=0, min_free_gib=min_free_gib,
+            min_running=min_running, ranking=ranking_line(floors), note=elsewhere,
+        )  # fmt: skip
     levers = [
         lv for lv in levers_for(ctx) if lv.fix_values is not None and (allow_lossy or not lv.lossy)
     ]
@@ -135,6 +145,31 @@ def minimal_fix(
         if best is not None
         else f"no single flag starts with {floors.words()} on these GPUs",
     )
+
+
+def served_elsewhere(ctx: Context) -> str | None:
+    """When the plan's release refuses the model itself (Profile.check_model at the engine's
+    default parallelism: an architecture it does not register, a config it cannot load), the
+    registered releases that serve it, newest first as the one to name; else None."""
+    prof = ctx.engine_profile
+    ref = ctx.plan.engine
+    if prof.for_release is not None:
+        prof = prof.for_release(ref.version)
+    try:
+        prof.check_model(ctx.model, prof.parallel_sizes({}))
+    except EngineRejection:
+        pass
+    else:
+        return None
+    served = registry.serving_releases(ctx.model)
+    own = served.pop(ref.name, [])
+    what = f"{ref.name} {ref.version} does not serve {ctx.model.architecture}"
+    if own:
+        return f"{what}; {registry.release_runs(ref.name, own)} do: --engine {ref.name}=={own[-1]}"
+    others = [registry.release_runs(e, rs) for e, rs in served.items() if rs]
+    if others:
+        return f"{what}, no registered {ref.name} release does; {'; '.join(others)} do"
+    return f"{what}, and no registered release of any engine does"
 
 
 # ------------------------------------------------------------------------------- candidates

@@ -28,7 +28,8 @@ from importlib import metadata
 from servefit._plan.schema import EngineRef
 from servefit.didyoumean import hint
 from servefit.engines.base import LogFeature, Profile
-from servefit.errors import EngineVersionError
+from servefit.errors import EngineVersionError, ServefitError
+from servefit.model.spec import ModelSpec
 
 # release -> profile id. Post releases are releases of their own ("0.5.10.post1").
 RELEASES: dict[str, dict[str, str]] = {
@@ -358,3 +359,38 @@ def family_profile(engine: str, family: str | None) -> LogMatch:
             return LogMatch(pid, family, why)
     best = ids[-1]
     return LogMatch(best, f"{engine}-{best}", f"the line formats match the {best} wheel")
+
+
+def serving_releases(spec: ModelSpec) -> dict[str, list[str]]:
+    """engine -> its registered releases that serve the model: the release registers the
+    architecture and loads the config (Profile.check_model of the release's own profile, at the
+    engine's default parallelism)."""
+    out: dict[str, list[str]] = {}
+    for engine in engines():
+        out[engine] = []
+        for release in releases(engine):
+            prof = profile(engine, RELEASES[engine][release])
+            if prof.for_release is not None:
+                prof = prof.for_release(release)
+            try:
+                prof.check_model(spec, prof.parallel_sizes({}))
+            except ServefitError:
+                continue
+            out[engine].append(release)
+    return out
+
+
+def release_runs(engine: str, served: list[str]) -> str:
+    """ "sglang 0.5.14-0.5.23": runs of three or more consecutive registered releases
+    collapsed (two stay listed: releases between them may not be registered)."""
+    if not served:
+        return f"{engine}: none"
+    every = releases(engine)
+    runs: list[list[str]] = []
+    for r in served:
+        if runs and every.index(r) == every.index(runs[-1][-1]) + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    parts = [f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(run) for run in runs]
+    return f"{engine} {', '.join(parts)}"

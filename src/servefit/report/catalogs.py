@@ -11,7 +11,6 @@ from servefit import catalog
 from servefit.catalog import CatalogEntry
 from servefit.engines import registry
 from servefit.errors import ServefitError
-from servefit.model.spec import ModelSpec
 from servefit.report.console import make_console
 from servefit.report.grid import Col, Grid
 
@@ -111,41 +110,6 @@ class ModelSummary:
         return f"{self.architecture}, {self.params_b:.1f}B params, layers: {kinds}"
 
 
-def serving_releases(spec: ModelSpec) -> dict[str, list[str]]:
-    """engine -> its registered releases that serve the model: the release's profile registers
-    the architecture and loads the config (Profile.check_model, at the engine's default
-    parallelism), from the release data the profiles declare."""
-    out: dict[str, list[str]] = {}
-    for engine in registry.engines():
-        ok_profiles = set()
-        for prof in registry.profiles(engine):
-            try:
-                prof.check_model(spec, prof.parallel_sizes({}))
-            except ServefitError:
-                continue
-            ok_profiles.add(prof.version)
-        out[engine] = [
-            r for r in registry.releases(engine) if registry.RELEASES[engine][r] in ok_profiles
-        ]
-    return out
-
-
-def releases_words(engine: str, served: list[str]) -> str:
-    """ "sglang 0.5.14-0.5.23": runs of three or more consecutive registered releases
-    collapsed (two stay listed: releases between them may not be registered)."""
-    if not served:
-        return f"{engine}: none"
-    every = registry.releases(engine)
-    runs: list[list[str]] = []
-    for r in served:
-        if runs and every.index(r) == every.index(runs[-1][-1]) + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    parts = [f"{run[0]}-{run[-1]}" if len(run) > 2 else ", ".join(run) for run in runs]
-    return f"{engine} {', '.join(parts)}"
-
-
 def summaries(kinds: tuple[str, ...] = ("real", "derived")) -> list[ModelSummary]:
     """Every bundled config of these kinds, read with the model inventory."""
     from servefit.model.config import read_json
@@ -164,7 +128,7 @@ def summaries(kinds: tuple[str, ...] = ("real", "derived")) -> list[ModelSummary
                 spec.architecture,
                 spec.kind_counts(),
                 round(spec.params.total / 1e9, 2),
-                served=serving_releases(spec),
+                served=registry.serving_releases(spec),
             )
         )
     return out
@@ -201,6 +165,6 @@ def render_models(fmt: str, console: Console | None = None) -> None:
         mixers = {k: n for k, n in e.layers.items() if k not in ("mlp", "moe")}
         ffn = "moe" if e.layers.get("moe") else "dense"
         text = " + ".join(f"{n} {_ABBREV.get(k, k)}" for k, n in mixers.items()) + f" ({ffn})"
-        served = "; ".join(releases_words(k, v) for k, v in e.served.items())
+        served = "; ".join(registry.release_runs(k, v) for k, v in e.served.items())
         t.add(e.id, text, f"{e.params_b:,.1f}", served)
     (console or make_console()).print(t)

@@ -10,7 +10,7 @@ from servefit._explain.catalogue import catalogue_for
 from servefit._fit.schema import FitCandidate, FitResult
 from servefit.report.console import make_console, plain
 from servefit.report.grid import Col, Grid, Para
-from servefit.report.verdict import Floor, Verdict, of_outcome, requests
+from servefit.report.verdict import Floor, Verdict, counted, of_outcome, requests
 
 
 def _layout(c: FitCandidate) -> str:
@@ -118,7 +118,7 @@ def side_by_side(r: FitResult) -> Grid:
 def headline(r: FitResult, c: FitCandidate) -> str:
     o = c.outcome
     return (
-        f"#{c.rank}: {requests(o.effective_concurrency)} full-context requests at once, "
+        f"#{c.rank}: {counted(o.effective_concurrency, 'full-context request')} at once, "
         f"{o.kv_tokens:,} KV tokens, {o.free_gib:.2f} GiB headroom"
     )
 

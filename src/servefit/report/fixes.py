@@ -13,16 +13,16 @@ from servefit._plan.schema import Plan
 from servefit.report.commands import command_for
 from servefit.report.console import Plain
 from servefit.report.grid import Cell, Col, Grid, Para
-from servefit.report.verdict import Verdict, requests
+from servefit.report.verdict import Verdict, counted, requests
 
 
 def outcome_words(o: Outcome) -> str:
     if o.context_len != o.target_context:  # a shorter context: requests of that length
         at_once = (
-            f"{requests(own_context_requests(o))} requests of {o.context_len:,} tokens at once"
+            f"{counted(own_context_requests(o), 'request')} of {o.context_len:,} tokens at once"
         )
     else:
-        at_once = f"{requests(o.effective_concurrency)} full-context requests at once"
+        at_once = f"{counted(o.effective_concurrency, 'full-context request')} at once"
     return (
         f"{at_once}, {o.max_running_requests} running, {o.kv_tokens:,} KV tokens, "
         f"{o.free_gib:.2f} GiB headroom"

@@ -7,7 +7,7 @@ from rich.console import Console, Group
 from rich.text import Text
 
 from servefit._explain.schema import Fix
-from servefit._plan.schema import Plan
+from servefit._plan.schema import EngineRef, Plan
 from servefit.report.console import make_console
 from servefit.report.fixes import command_block, fix_block, with_fix
 from servefit.report.grid import Cell, Col, Grid, Para
@@ -194,6 +194,13 @@ def args_table(plan: Plan) -> Grid:
     return t
 
 
+def engine_words(ref: EngineRef) -> str:
+    """ "vllm 0.16.0 (sized as 0.15.0)": the release the plan is for, and the profile whose
+    rules sized it when a group of releases shares one (engines/registry.py:RELEASES)."""
+    shared = f" (sized as {ref.profile})" if ref.profile != ref.version else ""
+    return f"{ref.name} {ref.version}{shared}"
+
+
 def header(plan: Plan) -> str:
     hw = plan.hardware
     quant = plan.model.dtype if plan.model.quantization == "none" else plan.model.quantization
@@ -201,7 +208,7 @@ def header(plan: Plan) -> str:
     par += f" DP {hw.dp_size}" if hw.dp_size > 1 else ""
     return (
         f"{plan.model.name} ({plan.model.architecture}, {quant}) on {hw.num_gpus}x {hw.gpu} "
-        f"({hw.memory_mib:,} MiB), {par}, {plan.engine.name} {plan.engine.profile}"
+        f"({hw.memory_mib:,} MiB), {par}, {engine_words(plan.engine)}"
         + (", calibrated from a log" if plan.calibrated else "")
     )
 
@@ -252,7 +259,7 @@ def compare_table(a: Plan, b: Plan) -> Grid:
     t = Grid(
         [
             Col("", wrap=True),
-            *(Col(f"{p.engine.name} {p.engine.profile}", right=True, wrap=True) for p in (a, b)),
+            *(Col(engine_words(p.engine), right=True, wrap=True) for p in (a, b)),
         ],
         "Side by side (per GPU rank)",
     )
@@ -288,9 +295,7 @@ def render_compare(a: Plan, b: Plan, console: Console | None = None) -> None:
     console.print(compare_table(a, b))
     for p in (a, b):
         if p.error:
-            console.print(
-                Text(f"{p.engine.name} {p.engine.profile} error: ", style="red") + Text(p.error)
-            )
+            console.print(Text(f"{engine_words(p.engine)} error: ", style="red") + Text(p.error))
 
 
 def render_no_local_gpu(request, reason: str, fmt: str, console: Console | None = None) -> None:

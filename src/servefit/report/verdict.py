@@ -61,6 +61,12 @@ def requests(n: float) -> str:
     return s[:-3] if s.endswith(".00") else s
 
 
+def counted(n: float, noun: str) -> str:
+    """ "1 full-context request", "0.32 full-context requests", "16 full-context requests"."""
+    shown = requests(n)
+    return f"{shown} {noun}" if shown == "1" else f"{shown} {noun}s"
+
+
 def first_sentence(error: str) -> str:
     """`RuntimeError: Not enough memory. Please try ...` -> `RuntimeError: Not enough memory.`"""
     head = error.strip().split("\n")[0]
@@ -76,7 +82,7 @@ def of_outcome(o: Outcome, asked: int | None, floor: Floor, cap_reason: str = ""
         cause = (f"cause: the {o.error_consumer}",) if o.error_consumer else ()
         return Verdict("fails", why, cause)
     n = min(o.full_context_requests, float(o.max_running_requests))
-    head = f"{requests(n)} full-context requests at once"
+    head = f"{counted(n, 'full-context request')} at once"
     head += f" (of the {asked} you asked for)" if asked else ""
     head += f", {o.target_context:,} tokens each"
     if not asked:
