@@ -60,6 +60,19 @@ def test_plan_format_shell_is_the_fixed_command(capsys):
     assert "--max-running-requests 12" in out and "FAILS" not in out
 
 
+def test_plan_json_carries_the_fix_the_table_shows(capsys):
+    code, out, _ = run(capsys, "plan", "--format", "json", *SEED_085)
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "fail"
+    assert data["fix"]["best"]["command_flags"] == "--max-running-requests 12"
+    assert "--mem-fraction-static 0.93" in data["fix"]["minimal"]["command_flags"]
+    code, out, _ = run(capsys, "plan", "--format", "json", "--no-fix", *SEED_085)
+    assert code == 1 and "fix" not in json.loads(out)
+    # a launch that starts with its floors met needs none
+    code, out, _ = run(capsys, "plan", "--format", "json", *VLLM_1024[:-2])
+    assert code == 0 and "fix" not in json.loads(out)
+
+
 def test_vllm_closest_is_bisected_to_the_exact_value():
     """vLLM 0.33.0 refuses --max-num-seqs 1024 on 2x A6000 (272 Mamba blocks); fewer sequences
     also shrink the sampler's profiling peak (max_num_seqs x vocabulary), which frees blocks,

@@ -112,14 +112,20 @@ def plan_cmd(
     if compare:
         _compare(ctx, request, result, compare, fmt)
         return
-    if fmt == "json":
-        click.echo(result.model_dump_json(indent=2))
-        ctx.exit(0 if result.verdict == "ok" else 1)
     fix = None
     if not no_fix:
         from servefit._explain.analysis import fix_request
 
         fix = fix_request(request, result, min_running=concurrency)
+    if fmt == "json":
+        import json
+
+        # the Plan object, plus the fix the table shows under its verdict (docs/plan-json.md)
+        data = result.model_dump(mode="json")
+        if fix is not None:
+            data["fix"] = fix.model_dump(mode="json")
+        click.echo(json.dumps(data, indent=2))
+        ctx.exit(0 if result.verdict == "ok" else 1)
     model = request.model if isinstance(request.model, str) else result.model.name
     if fmt == "shell":
         from servefit.report.fixes import plan_shell
