@@ -220,8 +220,9 @@ def _why_no_effect(
         for opt, p in plans
         if dest in opt.args and p.resolved_args.get(dest) == cur and opt.args[dest] != cur
     ]
-    if overridden and len(overridden) == len(plans) and all(overridden):
-        return f"the engine overrides the value ({overridden[0].reason})"
+    first = overridden[0] if overridden else None
+    if first is not None and len(overridden) == len(plans) and all(overridden):
+        return f"the engine overrides the value ({first.reason})"
     unused = lv.unused_when(ctx)
     if unused:
         return unused
@@ -239,30 +240,30 @@ def _starts(o: Outcome) -> bool:
 
 
 def _summary(base: Outcome, valid: list[LeverValue]) -> str:
-    diff = [v for v in valid if not v.same_as_current]
-    ok = [v for v in diff if _starts(v.outcome)]
-    fail = [v for v in diff if not _starts(v.outcome)]
+    diff = [(v.label, v.outcome) for v in valid if not v.same_as_current and v.outcome is not None]
+    ok = [(label, o) for label, o in diff if _starts(o)]
+    fail = [label for label, o in diff if not _starts(o)]
     if not _starts(base):
         if not ok:
             return "changes the pools, but no value tried makes it start"
-        best = max(ok, key=lambda v: v.outcome.effective_concurrency)
+        best_label, best = max(ok, key=lambda lo: lo[1].effective_concurrency)
         return (
-            f"starts at {', '.join(v.label for v in ok[:5])}"
-            f"{' ...' if len(ok) > 5 else ''}; best {best.label}: "
-            f"effective concurrency {best.outcome.effective_concurrency:g}, "
-            f"{best.outcome.kv_tokens:,} KV tokens"
+            f"starts at {', '.join(label for label, _ in ok[:5])}"
+            f"{' ...' if len(ok) > 5 else ''}; best {best_label}: "
+            f"effective concurrency {best.effective_concurrency:g}, "
+            f"{best.kv_tokens:,} KV tokens"
         )
     parts = []
     if ok:
-        conc = [v.outcome.effective_concurrency for v in ok]
-        toks = [v.outcome.kv_tokens for v in ok]
+        conc = [o.effective_concurrency for _, o in ok]
+        toks = [o.kv_tokens for _, o in ok]
         parts.append(
             f"effective concurrency {min(conc):g}-{max(conc):g} (now "
             f"{base.effective_concurrency:g}), KV tokens {min(toks):,}-{max(toks):,} "
             f"(now {base.kv_tokens:,})"
         )
     if fail:
-        parts.append(f"fails or runs out of memory at {', '.join(v.label for v in fail[:5])}")
+        parts.append(f"fails or runs out of memory at {', '.join(fail[:5])}")
     return "; ".join(parts) or "changes memory only"
 
 

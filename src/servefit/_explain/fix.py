@@ -99,14 +99,16 @@ def minimal_fix(
             min_running=min_running, ranking=ranking_line(floors), note=elsewhere,
         )  # fmt: skip
     levers = [
-        lv for lv in levers_for(ctx) if lv.fix_values is not None and (allow_lossy or not lv.lossy)
+        (lv, lv.fix_values)
+        for lv in levers_for(ctx)
+        if lv.fix_values is not None and (allow_lossy or not lv.lossy)
     ]
     target = before.target_context
     tried = 0
     singles: list[FixCandidate] = []
     moved: list[tuple[Lever, list[Option]]] = []
-    for lv in levers:
-        opts = lv.fix_values(ctx)
+    for lv, fix_values in levers:
+        opts = fix_values(ctx)
         any_moved = False
         for opt in opts:
             tried += 1

@@ -173,7 +173,9 @@ def _radix_values(c: Context) -> list[Option]:
     return [Option("on" if cur else "off", {"disable_radix_cache": not cur})]
 
 
-def _same_lever(name: str, values: Callable[[str], Callable[[Context], list[Option]]]):
+def _same_lever(
+    name: str, values: Callable[[str], Callable[[Context], list[Option]]]
+) -> Callable[[Context], list[Option]]:
     """Values of lever `name` for the attribute the plan's release gives it."""
     return lambda c: values(c.lever_dests[name])(c)
 

@@ -110,7 +110,7 @@ def candidate(
         tp_size=e.tp,
         pp_size=e.pp,
         nodes=req.nodes,
-        gpus_per_node=req.num_gpus,
+        gpus_per_node=req.per_node,
         args=e.args,
         changed_flags=[
             _flag_text(space, profile, d, e.args[d]) for d in changed(space, e.args) if d != pp_dest
@@ -159,7 +159,7 @@ def sweeps(
     same = [e for e in evals if (e.tp, e.pp, e.outer) == (best.tp, best.pp, best.outer)]
     by_f = sorted(
         (e for e in same if (e.running, e.state) == (best.running, best.state) and e.fraction),
-        key=lambda e: e.fraction,
+        key=lambda e: e.fraction or 0.0,  # all set: filtered above
     )
     by_r = sorted(
         (
@@ -167,7 +167,7 @@ def sweeps(
             for e in same
             if e.fraction == best.fraction and e.state == best.state and e.running is not None
         ),
-        key=lambda e: e.running,
+        key=lambda e: e.running or 0,  # all set: filtered above
     )
     out = []
     for lever, rows, x in (

@@ -39,6 +39,18 @@ class FitRequest:
     dist_init_addr: str = DEFAULT_DIST_ADDR
     model_path: str | None = None  # what --model-path says in the commands
 
+    # The search runs on a complete request: fit() picks num_gpus and _fit() sets the engine's
+    # headroom before anything below reads them.
+    @property
+    def per_node(self) -> int:
+        assert self.num_gpus is not None, "fit picks --num-gpus before the search"
+        return self.num_gpus
+
+    @property
+    def headroom_gib(self) -> float:
+        assert self.min_free_gib is not None, "fit sets the engine's headroom before the search"
+        return self.min_free_gib
+
 
 @dataclass
 class Eval:

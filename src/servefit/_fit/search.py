@@ -27,6 +27,7 @@ from servefit._fit.request import Eval, FitRequest, check
 from servefit._fit.schema import FitResult, LayoutNote
 from servefit._fit.space import FitSpace, space_for
 from servefit._plan.planner import PlanRequest, resolve_gpu, resolve_model
+from servefit._plan.schema import Plan
 from servefit.errors import ArgumentError
 
 MAX_EVALS = 8_000  # past this (many layouts, lossy variants) the grids are thinned evenly
@@ -105,7 +106,7 @@ def _fit(req: FitRequest) -> FitResult:
         if k in space.kept_from_baseline and v is not None
     }
     carried = space.carried(req.baseline)
-    total = req.num_gpus * req.nodes
+    total = req.per_node * req.nodes
     proto = PlanRequest(
         model=model,
         gpu=gpu,
@@ -162,12 +163,12 @@ def _fit(req: FitRequest) -> FitResult:
         gpu=gpu.name,
         engine=req.engine,
         profile=profile,
-        gpus_per_node=req.num_gpus,
+        gpus_per_node=req.per_node,
         nodes=req.nodes,
         context=req.context,
         concurrency=req.concurrency,
         spec=req.spec,
-        min_free_gib=req.min_free_gib,
+        min_free_gib=req.headroom_gib,
         allow_lossy=req.allow_lossy,
         allow_no_radix=req.allow_no_radix,
         candidates_evaluated=n,
@@ -187,7 +188,7 @@ def _search_layout(
     req: FitRequest,
     space: FitSpace,
     layout_req: PlanRequest,
-    p0,
+    p0: Plan,
     tp: int,
     pp: int,
     evals: list[Eval],
@@ -263,13 +264,13 @@ def _fraction_sweep(
         if p is None:
             return
         o = outcome(p, req.context)
-        ok = starts(o, req.min_free_gib)
+        ok = starts(o, req.headroom_gib)
         evals.append(Eval(tp, pp, outer_key, running, state_key, f, a, o, ok))
-        if f is not None and o.verdict == "ok" and o.free_gib < req.min_free_gib:
+        if f is not None and o.verdict == "ok" and o.free_gib < req.headroom_gib:
             return  # a larger fraction only leaves less headroom
 
 
-def _why_none(p0, mine: list[Eval]) -> str:
+def _why_none(p0: Plan, mine: list[Eval]) -> str:
     fails = [e for e in mine if e.outcome.verdict != "ok"]
     if fails and len(fails) == len(mine):
         o = fails[-1].outcome

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from servefit._explain.catalogue import Catalogue, catalogue_for
+from servefit._explain.catalogue import catalogue_for
+from servefit._explain.lever_types import Catalogue
 from servefit._plan.schema import Plan
 from servefit.engines import registry
 from servefit.errors import ArgumentError

@@ -57,12 +57,14 @@ DECLARED: dict[str, dict[str, str]] = {"sglang": SGLANG_SECRETS, "vllm": VLLM_SE
 
 def _tables(engine: str) -> tuple[Callable[[], tuple[str, ...]], Callable[[str], Any]]:
     if engine == "sglang":
-        from servefit.engines.sglang.flags import available_versions, load_flags
-    elif engine == "vllm":
-        from servefit.engines.vllm.flags import available_versions, load_flags
-    else:
-        raise KeyError(engine)
-    return available_versions, load_flags
+        from servefit.engines.sglang import flags as sglang_flags
+
+        return sglang_flags.available_versions, sglang_flags.load_flags
+    if engine == "vllm":
+        from servefit.engines.vllm import flags as vllm_flags
+
+        return vllm_flags.available_versions, vllm_flags.load_flags
+    raise KeyError(engine)
 
 
 def _from_flags(flags: Iterable[Any], declared: dict[str, str]) -> SecretFlags:

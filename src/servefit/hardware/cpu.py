@@ -22,7 +22,7 @@ def local_cpu(
         mem = meminfo.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise HardwareError(f"--device cpu: cannot read this machine's CPU ({exc})") from exc
-    name, flags = "CPU", frozenset()
+    name, flags = "CPU", frozenset[str]()
     for line in info.splitlines():
         key, _, value = line.partition(":")
         if key.strip() == "model name" and name == "CPU":

@@ -21,14 +21,15 @@ _BY_ID: dict[tuple[Hashable, ...], tuple[ModelSpec, Any]] = {}
 
 def by_identity(model: ModelSpec, key: tuple[Hashable, ...], make: Callable[[], T]) -> T:
     """`make()`, computed once per (model object, key)."""
-    hit = _BY_ID.get((id(model), *key))
+    cache_key = (id(model), *key)
+    hit = _BY_ID.get(cache_key)
     if hit is not None and hit[0] is model:
         value: T = hit[1]
         return value
     if len(_BY_ID) > 512:
         _BY_ID.clear()
     value = make()
-    _BY_ID[(id(model), *key)] = (model, value)
+    _BY_ID[cache_key] = (model, value)
     return value
 
 

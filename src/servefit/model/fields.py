@@ -8,6 +8,7 @@ UnsupportedModelError (we cannot size the model); present-but-invalid values rai
 
 from __future__ import annotations
 
+import builtins
 import math
 from typing import Any
 
@@ -41,7 +42,11 @@ def as_int(value: Any, what: str, *, minimum: int = 1, maximum: int = MAX_DIM) -
 
 
 class Fields:
-    """Reads from one config dict. `where` names the dict in messages ("text_config")."""
+    """Reads from one config dict. `where` names the dict in messages ("text_config").
+
+    The readers are named after the types they return (`f.int(...)`, `f.str(...)`), so inside
+    the class body `int`/`str`/... name these methods: annotations below them say `builtins.int`.
+    """
 
     def __init__(self, data: Any, where: str = "config") -> None:
         if not isinstance(data, dict):
@@ -80,13 +85,13 @@ class Fields:
             return default
         return as_int(self.data[key], self._name(key), minimum=minimum)
 
-    def opt_int(self, *keys: str, minimum: int = 0) -> int | None:
+    def opt_int(self, *keys: builtins.str, minimum: builtins.int = 0) -> builtins.int | None:
         key = self.first_key(*keys)
         if key is None:
             return None
         return as_int(self.data[key], self._name(key), minimum=minimum)
 
-    def str(self, *keys: str, default: str = "") -> str:
+    def str(self, *keys: builtins.str, default: builtins.str = "") -> builtins.str:
         key = self.first_key(*keys)
         if key is None:
             return default
@@ -95,7 +100,7 @@ class Fields:
             raise ConfigError(f"config field {self._name(key)} must be a string, got {value!r:.60}")
         return value
 
-    def bool(self, *keys: str, default: bool = False) -> bool:
+    def bool(self, *keys: builtins.str, default: builtins.bool = False) -> builtins.bool:
         key = self.first_key(*keys)
         if key is None:
             return default
@@ -106,7 +111,9 @@ class Fields:
             return bool(value)
         raise ConfigError(f"config field {self._name(key)} must be true/false, got {value!r:.60}")
 
-    def float(self, *keys: str, default: float | None = None) -> float | None:
+    def float(
+        self, *keys: builtins.str, default: builtins.float | None = None
+    ) -> builtins.float | None:
         key = self.first_key(*keys)
         if key is None:
             return default
@@ -115,7 +122,7 @@ class Fields:
             raise ConfigError(f"config field {self._name(key)} must be a number, got {value!r:.60}")
         return float(value)
 
-    def list(self, *keys: str) -> list[Any] | None:
+    def list(self, *keys: builtins.str) -> builtins.list[Any] | None:
         key = self.first_key(*keys)
         if key is None:
             return None
@@ -126,14 +133,16 @@ class Fields:
             raise ConfigError(f"config field {self._name(key)} is implausibly long ({len(value)})")
         return value
 
-    def int_list(self, *keys: str, minimum: int = 0) -> list[int] | None:
+    def int_list(
+        self, *keys: builtins.str, minimum: builtins.int = 0
+    ) -> builtins.list[builtins.int] | None:
         items = self.list(*keys)
         if items is None:
             return None
         key = self.first_key(*keys) or keys[0]
         return [as_int(v, f"{self._name(key)}[]", minimum=minimum) for v in items]
 
-    def str_list(self, *keys: str) -> list[str] | None:
+    def str_list(self, *keys: builtins.str) -> builtins.list[builtins.str] | None:
         items = self.list(*keys)
         if items is None:
             return None
@@ -145,7 +154,7 @@ class Fields:
                 )
         return items
 
-    def dict(self, *keys: str) -> dict[str, Any] | None:
+    def dict(self, *keys: builtins.str) -> builtins.dict[builtins.str, Any] | None:
         key = self.first_key(*keys)
         if key is None:
             return None

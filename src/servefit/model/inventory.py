@@ -21,6 +21,7 @@ from servefit.errors import ConfigError, ServefitError, UnsupportedModelError
 from servefit.model.fields import MAX_LAYERS, Fields
 from servefit.model.layer_plan import layer_plan
 from servefit.model.layers import (
+    FFN,
     KDA,
     MLA,
     DenseMLP,
@@ -29,6 +30,7 @@ from servefit.model.layers import (
     Layer,
     LightningAttention,
     Mamba2,
+    Mixer,
     MoE,
     ShortConv,
     SlidingWindowAttention,
@@ -100,7 +102,7 @@ def _head_dim(t: Fields, hidden: int, heads: int) -> int:
     return hidden // heads
 
 
-def _attention(t: Fields, kind: str, hidden: int):
+def _attention(t: Fields, kind: str, hidden: int) -> Mixer:
     heads = t.int("num_attention_heads", "n_head", "num_heads")
     if kind == "mla":
         return MLA(
@@ -218,14 +220,14 @@ class _MixerFactory:
         self.t, self.model_type, self.hidden = t, model_type, hidden
         self.cache: dict[str, Any] = {}
 
-    def __call__(self, kind: str | None):
+    def __call__(self, kind: str | None) -> Mixer | None:
         if kind is None:
             return None
         if kind not in self.cache:
             self.cache[kind] = self._build(kind)
         return self.cache[kind]
 
-    def _build(self, kind: str):
+    def _build(self, kind: str) -> Mixer:
         t, hidden = self.t, self.hidden
         if kind in ("attn", "swa", "mla"):
             return _attention(t, kind, hidden)
@@ -289,7 +291,7 @@ class _FfnRules:
         self.granite = model_type == "granitemoehybrid"
         self._moe: MoE | None = None
         self._dense: DenseMLP | None = None
-        self.mlp_only = set(t.int_list("mlp_only_layers") or [])
+        self.mlp_only = set[int](t.int_list("mlp_only_layers") or [])
         self.mlp_types = t.str_list("mlp_layer_types")
         self.first_dense = t.opt_int("first_k_dense_replace")
         self.freq = t.get("moe_layer_freq")
@@ -357,7 +359,7 @@ class _FfnRules:
             return i >= self.num_dense  # LFM2-MoE
         return True
 
-    def __call__(self, kind: str | None, i: int):
+    def __call__(self, kind: str | None, i: int) -> FFN:
         if kind is None:
             return None
         if kind == "mlp":

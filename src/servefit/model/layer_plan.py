@@ -134,8 +134,8 @@ def _from_named(name: str, t: Fields, model_type: str, attn: str) -> LayerKind:
 
 
 def _kimi_linear(t: Fields, lac: Fields) -> list[LayerKind]:
-    kda = lac.int_list("kda_layers", minimum=1) or []
-    full = lac.int_list("full_attn_layers", minimum=1) or []
+    kda: list[int] = lac.int_list("kda_layers", minimum=1) or []
+    full: list[int] = lac.int_list("full_attn_layers", minimum=1) or []
     n = _num_layers(t) or max(kda + full, default=0)
     if n == 0:
         raise UnsupportedModelError("config has no num_hidden_layers / layer pattern")
@@ -221,7 +221,7 @@ def layer_plan(t: Fields, model_type: str) -> tuple[list[LayerKind], str]:
 
     if model_type == "bamba" or "attn_layer_indices" in t.data:
         n = _require_layers(t)
-        idx = set(t.int_list("attn_layer_indices") or [])
+        idx = set[int](t.int_list("attn_layer_indices") or [])
         return [LayerKind("attn" if i in idx else "mamba") for i in range(n)], "attn_layer_indices"
 
     idxs = t.int_list("full_attn_idxs")

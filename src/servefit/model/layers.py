@@ -201,16 +201,10 @@ class LightningAttention:
         )
 
 
-Mixer = (
-    FullAttention
-    | SlidingWindowAttention
-    | MLA
-    | Mamba2
-    | GatedDeltaNet
-    | KDA
-    | ShortConv
-    | LightningAttention
-)
+# Mixers that keep a KV cache (has_kv) and those that keep a per-request state (has_state).
+AttentionMixer = FullAttention | SlidingWindowAttention | MLA
+RecurrentMixer = Mamba2 | GatedDeltaNet | KDA | ShortConv | LightningAttention
+Mixer = AttentionMixer | RecurrentMixer
 RECURRENT_KINDS = ("gated_deltanet", "mamba2", "kda", "short_conv", "lightning")
 
 

@@ -178,12 +178,10 @@ def parse_quant(config: dict[str, Any], text: dict[str, Any]) -> QuantSpec:
         raw_bits = q.get("bits", q.get("w_bit"))
         # AWQ / GPTQ bit widths are kept as written: the engines refuse the ones they cannot
         # load (check_quantization), and sizing them as 4-bit would be a wrong answer.
-        exact = (
-            norm in ("awq", "gptq") and isinstance(raw_bits, int) and not isinstance(raw_bits, bool)
-        )
-        bits = raw_bits if exact else _as_pos_int(raw_bits, 4)
-        group = q.get("group_size", q.get("q_group_size"))
-        group = -1 if group == -1 else _as_pos_int(group, 128)
+        exact = norm in ("awq", "gptq") and not isinstance(raw_bits, bool)
+        bits = raw_bits if exact and isinstance(raw_bits, int) else _as_pos_int(raw_bits, 4)
+        raw_group = q.get("group_size", q.get("q_group_size"))
+        group = -1 if raw_group == -1 else _as_pos_int(raw_group, 128)
         return QuantSpec(norm, bits, max(group, 0), kv, q)
     if method == "compressed-tensors":
         w = _ct_main_weights(q)
@@ -252,7 +250,8 @@ class QuantPolicy:
             self.skip += _strings(q.get(key)) + (_strings(mo.get(key)) if mo is not q else [])
         layers = mo.get("quantized_layers")
         self.per_layer: dict[str, Any] = layers if isinstance(layers, dict) else {}
-        self.extra = q.get("extra_config") if isinstance(q.get("extra_config"), dict) else {}
+        extra = q.get("extra_config")
+        self.extra: dict[str, Any] = extra if isinstance(extra, dict) else {}
 
     def _skipped(self, names: tuple[str, ...]) -> bool:
         return any(module_path_match(p, n) for p in self.skip for n in names)

@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from servefit.model.layers import RECURRENT_KINDS, Layer
+from servefit.model.layers import (
+    RECURRENT_KINDS,
+    AttentionMixer,
+    Layer,
+    Mixer,
+    RecurrentMixer,
+)
 
 
 @dataclass(frozen=True)
@@ -97,20 +103,20 @@ class ModelSpec:
     def is_hybrid(self) -> bool:
         return bool(self.recurrent_layer_ids)
 
-    def mixer(self, index: int):
+    def mixer(self, index: int) -> Mixer | None:
         return self.layers[index].mixer
 
-    def first_attention(self):
+    def first_attention(self) -> AttentionMixer | None:
         for lyr in self.layers:
             for m in lyr.mixers:
-                if m.has_kv:
+                if isinstance(m, AttentionMixer):
                     return m
         return None
 
-    def first_recurrent(self):
+    def first_recurrent(self) -> RecurrentMixer | None:
         for lyr in self.layers:
             for m in lyr.mixers:
-                if m.has_state:
+                if isinstance(m, RecurrentMixer):
                     return m
         return None
 

@@ -272,7 +272,7 @@ def _from_checkpoint(
     pp_split: PPSplit,
 ) -> WeightBreakdown:
     starts = [pp_split(model.num_layers, r, pp) for r in range(pp)]
-    stages = [dict.fromkeys(PARTS, 0) for _ in range(pp)]
+    stages = [dict.fromkeys(PARTS, 0.0) for _ in range(pp)]
     rules = _NameRules(model, tp, ep)
     draft = 0.0
     for t in stored:
