@@ -9,12 +9,14 @@ a full filesystem still creates while it has inodes."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 from pydantic import ValidationError
@@ -27,8 +29,9 @@ from servefit.launch.schema import SupervisorConfig
 from servefit.launch.stop import owned_members, stop_run
 from servefit.launch.supervisor import prepare_run
 from tests.clihelp import run as cli
-from tests.launch.conftest import free_port, standin_argv
+from tests.launch.conftest import FAST, free_port, standin_argv, wait_for
 from tests.launch.test_supervisor_faults import _no_gpus
+from tests.standin.openai_server import serve_forever_in_thread
 
 ENOSPC = os.strerror(errno.ENOSPC)  # "No space left on device"
 
@@ -183,3 +186,74 @@ def test_a_stale_port_claim_is_taken_over(runs_root):
     # a run that has just been prepared holds its port until its supervisor starts
     with pytest.raises(portlock.PortTaken, match=f"taken by run {second.id} \\(starting\\)"):
         prepare_run(runs_root, launch)
+
+
+# ---- readiness is the run's own
+
+
+@contextlib.contextmanager
+def _foreign_server(port: int) -> Iterator[None]:
+    """Another OpenAI server on `port`, in this test process: not the run's."""
+    server = serve_forever_in_thread("127.0.0.1", port, model="someone-else")
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_foreign_server_on_the_port_never_makes_the_run_ready(supervise):
+    port = free_port()
+    with _foreign_server(port):
+        _foreign_answers_while_the_engine_loads(supervise, port)
+
+
+def _foreign_answers_while_the_engine_loads(supervise, port: int) -> None:
+    cfg = FAST.model_copy(update={"ready_timeout_s": 600.0, "grace_s": 2.0})
+    s = supervise(
+        standin_argv("sglang", port, "slow-weight-load"),
+        config=cfg,
+        env={"STANDIN_WEIGHT_LOAD_S": "3600"},
+    )
+    s.wait_state("loading_weights")
+    foreign = f"port {port} is answered by pid {os.getpid()} ({procs.process_name(os.getpid())}), not by this run's engine"
+    assert wait_for(lambda: s.last_probe() == foreign, 60), s.last_probe()
+    assert s.record().state == "loading_weights"  # answered in full, and still not ready
+    s.advance(601)
+    final = s.join()
+    assert "ready" not in s.states and final.timings.ready is None
+    assert final.state == "failed" and final.message == (
+        f"not ready after 600 s (engine: loading weights; last probe: {foreign}); "
+        "the engine was killed by SIGTERM"
+    )
+    assert owned_members(final) == []
+
+
+def test_an_engine_that_cannot_bind_behind_a_foreign_server_fails_with_its_bind_error(supervise):
+    port = free_port()
+    with _foreign_server(port):
+        s = supervise(standin_argv("sglang", port))
+        final = s.join()
+    assert "ready" not in s.states and final.timings.ready is None
+    assert final.state == "failed" and final.exit_code == 3  # uvicorn's STARTUP_FAILURE
+    assert final.message.startswith("the engine exited with code 3 while capturing graphs: ")
+    assert final.message.endswith(
+        f"[Errno 98] error while attempting to bind on address ('127.0.0.1', {port}): "
+        "address already in use"
+    )
+    assert owned_members(final) == []
+
+
+def test_the_socket_of_the_runs_own_engine_is_recognised(supervise):
+    from servefit.launch import sockets
+
+    port = free_port()
+    s = supervise(standin_argv("sglang", port))
+    rec = s.wait_state("ready")
+    found = sockets.owner("127.0.0.1", port, owned_members(rec), rec.id)
+    assert found == sockets.Owner(True)
+    # the same socket seen from outside the run: held by the stand-in's pid
+    other = sockets.owner("127.0.0.1", port, [], "another-run")
+    assert other.foreign and other.pid == rec.pid
+    stop_run(s.run, grace_s=3.0, gpus_fn=_no_gpus)
+    s.join()

@@ -182,6 +182,7 @@ class Engine:
         self.engine_argv = list(engine_argv or [])
         self.engine = args.engine
         self.fault = args.fault
+        self.bind_failed = False
         self.log = Log(self.engine)
         self.model = args.model or (args.positional[0] if args.positional else "stand-in")
         if args.positional and args.positional[0] == "serve" and len(args.positional) > 1:
@@ -250,7 +251,7 @@ class Engine:
         if not ok:
             # uvicorn's STARTUP_FAILURE (3) after SGLang's bind error; vLLM binds before the engine
             # starts and dies with the OSError's traceback (1); start-up errors exit 1.
-            return 3 if self.fault == "port-in-use" and self.engine == "sglang" else 1
+            return 3 if self.bind_failed and self.engine == "sglang" else 1
         if self.fault != "ignore-sigterm":
             signal.signal(signal.SIGTERM, self.on_sigterm)
         while not self.stop.wait(0.1):
@@ -526,6 +527,7 @@ class Engine:
         try:
             self.server = self.make_server()
         except OSError as exc:
+            self.bind_failed = True  # the port's holder: this stand-in (port-in-use) or another
             # uvicorn/server.py:Server.startup logs the OSError of asyncio's create_server
             # (asyncio/base_events.py: "error while attempting to bind on address %r: %s"),
             # shuts the lifespan down and exits with STARTUP_FAILURE (3).

@@ -338,40 +338,13 @@ def port_error(host: str, port: int) -> str | None:
 
 def port_owner(port: int) -> tuple[int, str] | None:
     """(pid, name) of the process listening on `port`, from /proc (best effort, Linux)."""
-    from servefit.launch import procs
+    from servefit.launch import procs, sockets
 
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as fh:
-                next(fh, None)
-                for row in fh:
-                    cols = row.split()
-                    if (
-                        len(cols) > 9
-                        and cols[3] == "0A"
-                        and int(cols[1].rsplit(":", 1)[1], 16) == port
-                    ):
-                        inodes.add(cols[9])
-        except (OSError, ValueError):
-            continue
-    if not inodes:
+    held = sockets.holders({lst.inode for lst in sockets.listeners(port) or []})
+    if not held:
         return None
-    targets = {f"socket:[{i}]" for i in inodes}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fds = os.listdir(f"/proc/{name}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{name}/fd/{fd}") in targets:
-                    return int(name), procs.process_name(int(name))
-            except OSError:
-                continue
-    return None
+    pid = min(held.values())
+    return pid, procs.process_name(pid)
 
 
 def _exposure_check(launch: EngineLaunch, extra_env: dict[str, str]) -> Check:

@@ -28,10 +28,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from servefit.launch import portlock, procs
+from servefit.launch import portlock, procs, sockets
 from servefit.launch.auth import ServerKey, auth_refused, launch_redactor, server_key
 from servefit.launch.events import LogProgress, split_lines
+from servefit.launch.liveness import owned_members
 from servefit.launch.probe import check_health, readiness
 from servefit.launch.rundir import RunDir
 from servefit.launch.schema import (
@@ -79,10 +81,16 @@ class _Prober(threading.Thread):
     """Readiness probes until the first full answer, then health checks until told to stop."""
 
     def __init__(
-        self, base_url: str, config: Any, key: ServerKey | None = None, engine: str = ""
+        self,
+        base_url: str,
+        config: Any,
+        key: ServerKey | None = None,
+        engine: str = "",
+        not_ours: Callable[[], str | None] = lambda: None,
     ) -> None:
         super().__init__(name="servefit-probe", daemon=True)
         self.base_url = base_url
+        self.not_ours = not_ours  # why the server that answered is not the run's, or None
         self.config = config
         self.key = key
         self.engine = engine
@@ -108,11 +116,13 @@ class _Prober(threading.Thread):
                     client, self.base_url, cfg.health_path, cfg.probe_timeout_s, cfg.chat_timeout_s
                 )
                 self.last = result.message
-                if result.ok:
+                if (result.ok or result.refused is not None) and (why := self.not_ours()):
+                    self.last = why  # someone answered; not this run's engine
+                elif result.ok:
                     self.model = result.model
                     self.first_ok_at = time.monotonic()
                     break
-                if result.refused is not None:
+                elif result.refused is not None:
                     # Healthy, and it wants a key: more probes cannot get further.
                     self.auth_note = auth_refused(
                         result.refused, self.key, self.engine, result.message
@@ -238,7 +248,9 @@ class Supervisor:
             return self.record
         spec = self.spec
         key = ServerKey(spec.api_key, spec.api_key_source or "--api-key") if spec.api_key else None
-        self.prober = _Prober(self.record.url, self.record.config, key, self.record.engine)
+        self.prober = _Prober(
+            self.record.url, self.record.config, key, self.record.engine, self._not_ours
+        )
         self.prober.start()
         tail = _LogTail(self.rundir.log_path)
         next_stop_poll = 0.0
@@ -261,6 +273,27 @@ class Supervisor:
         self._read_log(tail.read(final=True))
         self._finish(rc)
         return self.record
+
+    def _not_ours(self) -> str | None:
+        """Why the server that answered the probes is not this run's engine, or None when it
+        is (sockets.py: the listening socket is held by the run's processes; where that cannot
+        be seen, the engine must have printed its own ready line)."""
+        rec = self.record
+        host = urlsplit(rec.url).hostname or rec.host  # where the probes connect
+        found = sockets.owner(host, rec.port, owned_members(rec), rec.id)
+        if found.ours:
+            return None
+        if found.foreign:
+            return (
+                f"port {rec.port} is answered by pid {found.pid} ({found.name or '?'}), "
+                "not by this run's engine"
+            )
+        if self.progress.facts.engine_says_ready:
+            return None
+        return (
+            f"port {rec.port} answered, but whose server it is cannot be told ({found.why}): "
+            "waiting for the engine's own ready line"
+        )
 
     def _spawn(self) -> bool:
         if self._start():
@@ -410,7 +443,7 @@ class Supervisor:
 
     def _cleanup_leftovers(self) -> None:
         """The leader is gone; processes it forked may still hold GPU memory. They are ours."""
-        from servefit.launch.stop import owned_members, terminate_group
+        from servefit.launch.stop import terminate_group
 
         left = owned_members(self.record)
         if not left:
