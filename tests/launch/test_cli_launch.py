@@ -196,7 +196,7 @@ def test_ctrl_c_while_starting_stops_the_engine(capsys, runs_root, monkeypatch):
         ),
         *HAND_TUNED_ARGV,
     )
-    assert code == 130 and "interrupted: stopping the engine" in out
+    assert code == 130 and "interrupted (Ctrl-C): stopping the engine" in out
     [run_dir] = list_runs(runs_root)
     assert wait_for(lambda: run_dir.read().state == "stopped", 10)
     rec = run_dir.read()

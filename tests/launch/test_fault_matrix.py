@@ -27,9 +27,9 @@ from servefit.launch.events import LogProgress
 from servefit.launch.rundir import list_runs
 from servefit.launch.schema import SupervisorConfig
 from servefit.launch.stop import owned_members, stop_run
-from servefit.launch.supervisor import prepare_run
+from servefit.launch.supervisor import prepare_run, spawn_supervisor
 from tests.clihelp import run as cli
-from tests.launch.conftest import FAST, free_port, standin_argv, wait_for
+from tests.launch.conftest import FAST, PYTHON, REPO, free_port, standin_argv, wait_for
 from tests.launch.test_supervisor_faults import _no_gpus
 from tests.standin.openai_server import serve_forever_in_thread
 
@@ -227,6 +227,12 @@ def _foreign_answers_while_the_engine_loads(supervise, port: int) -> None:
         "the engine was killed by SIGTERM"
     )
     assert owned_members(final) == []
+    # servefit's own timeout is the diagnosis, not "stopped from outside"
+    assert final.diagnosis == (
+        "servefit stopped the engine itself (SIGTERM): not ready after 600 s (engine: loading "
+        f"weights; last probe: {foreign}); if the start-up only needs longer, raise --ready-timeout"
+    )
+    assert s.run.diagnosis_path.read_text().startswith(final.diagnosis + "\n")
 
 
 def test_an_engine_that_cannot_bind_behind_a_foreign_server_fails_with_its_bind_error(supervise):
@@ -257,3 +263,108 @@ def test_the_socket_of_the_runs_own_engine_is_recognised(supervise):
     assert other.foreign and other.pid == rec.pid
     stop_run(s.run, grace_s=3.0, gpus_fn=_no_gpus)
     s.join()
+
+
+# ---- a supervisor that died; SIGTERM to launch
+
+
+def test_a_dead_supervisor_is_detected_and_the_run_ends_with_the_truth(capsys, runs_root):
+    port = free_port()
+    launch = parse_launch(standin_argv("sglang", port), "sglang")
+    run = prepare_run(runs_root, launch, extra_env={"PYTHONPATH": str(REPO)}, config=FAST)
+    watcher = spawn_supervisor(run)  # the real, detached supervisor
+    assert wait_for(lambda: run.read().state in ("ready", "failed"), 90), run.log_path.read_text()
+    rec = run.read()
+    assert rec.state == "ready" and rec.watcher_pid == watcher.pid
+    os.kill(watcher.pid, signal.SIGKILL)  # the supervisor dies; the engine keeps serving
+    watcher.wait()
+    code, out, _ = cli(capsys, "runs", "--runs-dir", str(runs_root))
+    [row] = [line for line in out.splitlines() if line.startswith(run.id)]
+    assert code == 0 and row.split("  ")[1] == "ready (no supervisor)"
+
+    # the engine ends while nobody watches: a crash nobody saw, never recorded as a stop
+    members = owned_members(rec)
+    os.killpg(rec.pgid, signal.SIGKILL)  # the group this test's run started
+    assert wait_for(lambda: not any(procs.is_alive(p) for p in members), 30)
+    code, out, err = cli(capsys, "logs", run.id, "-f", "--runs-dir", str(runs_root))
+    truth = "the engine ended while no supervisor watched it (last seen ready); exit status unknown"
+    assert code == 0 and "The server is fired up and ready to roll!" in out
+    assert err.strip() == f"servefit: run {run.id} failed: {truth}"  # -f returned
+    final = run.read()
+    assert final.state == "failed" and final.message == truth
+    assert final.exit_code is None and final.exit_signal is None  # only the parent could know
+    code, out, _ = cli(capsys, "stop", run.id, "--runs-dir", str(runs_root))
+    assert code == 0 and out.strip() == f"{run.id}: not running (failed)"
+    assert portlock.holder(runs_root, port) == run.id  # stale now: the next launch takes it
+    prepare_run(runs_root, launch)
+
+
+def test_stop_after_a_dead_supervisor_stops_a_live_engine_and_never_calls_a_crash_a_stop(
+    capsys, runs_root
+):
+    sleepers = [subprocess.Popen(["sleep", "60"], start_new_session=True) for _ in range(2)]
+    try:
+        runs = []
+        for proc in sleepers:  # two runs whose supervisor is gone (not this pid's start time)
+            run = prepare_run(
+                runs_root, parse_launch(["vllm", "serve", "m", "--port", str(free_port())])
+            )
+            with run.update() as rec:
+                rec.pid = rec.pgid = proc.pid
+                rec.pid_start_ticks = procs.start_ticks(proc.pid)
+                rec.watcher_pid, rec.watcher_start_ticks = os.getpid(), 1
+                rec.state = "ready"
+            runs.append(run)
+        live, crashed = runs
+        os.killpg(sleepers[1].pid, signal.SIGKILL)  # this engine ended while nobody watched
+        sleepers[1].wait()
+        code, out, _ = cli(capsys, "stop", crashed.id, "--runs-dir", str(runs_root))
+        assert code == 0 and out.strip() == f"{crashed.id}: not running (failed)"
+        assert crashed.read().message == (
+            "the engine ended while no supervisor watched it (last seen ready); exit status unknown"
+        )
+        code, out, _ = cli(
+            capsys, "stop", live.id, "--runs-dir", str(runs_root), "--port-timeout", "0.1"
+        )
+        assert code == 0
+        assert out.splitlines()[0] == f"{live.id}: sent SIGTERM; the engine exit status unknown"
+        assert sleepers[0].wait(10) == -signal.SIGTERM
+        rec = live.read()
+        assert rec.state == "stopped" and rec.message == (
+            "stopped by servefit stop (SIGTERM); exit status unknown: the supervisor was not running"
+        )
+    finally:
+        for proc in sleepers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def test_sigterm_to_a_starting_launch_stops_the_engine_as_ctrl_c_does(runs_root):
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "STANDIN_WEIGHT_LOAD_S": "3600"}
+    servefit = [PYTHON, "-c", "from servefit.cli.main import main; main()"]
+    launch = subprocess.Popen(
+        [*servefit, "launch", "--engine", "sglang", "--runs-dir", str(runs_root),
+         "--probe-interval", "0.05", "--grace", "3", "--",
+         *standin_argv("sglang", port, "slow-weight-load")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert wait_for(
+            lambda: any(r.read().state == "loading_weights" for r in list_runs(runs_root)), 90
+        )
+        [run] = list_runs(runs_root)
+        members = owned_members(run.read())
+        launch.send_signal(signal.SIGTERM)
+        out, _ = launch.communicate(timeout=60)
+    finally:
+        if launch.poll() is None:
+            launch.kill()
+            launch.wait()
+    assert launch.returncode == 128 + signal.SIGTERM, out
+    assert "interrupted (SIGTERM): stopping the engine ..." in out
+    rec = run.read()
+    assert rec.state == "stopped" and rec.stop.by == "SIGTERM during start-up"
+    assert rec.stop.signals == ["SIGTERM"] and rec.timings.ready is None
+    assert members and not any(procs.is_alive(p) for p in members)

@@ -222,7 +222,8 @@ def test_stop_never_signals_a_process_whose_pid_was_reused(runs_root):
         result = stop_run(run, grace_s=0.1, port_timeout_s=0.1, gpus_fn=_no_gpus)
         assert not result.was_running and result.signals == []
         assert procs.is_alive(other.pid)  # untouched
-        assert run.read().state == "stopped"
+        # the run's engine had ended before, unobserved: not a stop (liveness.settle)
+        assert run.read().state == "failed"
     finally:
         os.killpg(other.pid, signal.SIGKILL)
         other.wait()

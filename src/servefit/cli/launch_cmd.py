@@ -361,7 +361,7 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
     """List launches and their states."""
     import json
 
-    from servefit.launch import procs
+    from servefit.launch.liveness import settle, supervisor_alive
     from servefit.launch.rundir import foreign_runs, list_runs
 
     root = _runs_root(runs_dir)
@@ -375,7 +375,8 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
         )
     if last > 0:
         found = found[-last:]
-    records = [rec for r in found if (rec := _readable(r)) is not None]
+    # a record its dead supervisor left unfinished is settled here (liveness.settle)
+    records = [settle(r, rec) for r in found if (rec := _readable(r)) is not None]
     if fmt == "json":
         click.echo(json.dumps([rec.model_dump(mode="json") for rec in records], indent=2))
         return
@@ -387,7 +388,7 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
     rows = []
     for rec in records:
         state = rec.state.replace("_", " ")
-        if not rec.terminal and not procs.is_alive(rec.watcher_pid):
+        if not rec.terminal and not supervisor_alive(rec):
             state += " (no supervisor)"
         took = rec.timings.time_to_ready_s
         exit_ = rec.exit_signal or ("" if rec.exit_code is None else str(rec.exit_code))
@@ -437,3 +438,7 @@ def logs(
     rec = run.read()
     redactor = process_redactor(rec.engine, rec.pid, rec.pid_start_ticks)
     logview.show(run, path, redactor, click.echo, lines, follow and not diagnosis)
+    if follow and not diagnosis and (end := _readable(run)) is not None and end.terminal:
+        click.echo(
+            f"servefit: run {run.id} {end.state}: {end.message or ''}".rstrip(": "), err=True
+        )

@@ -8,8 +8,11 @@ everything this module knows about the run it reads from the run directory.
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,39 +26,76 @@ from servefit.launch.stop import stop_run
 Supervisor = subprocess.Popen[bytes]
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM to `servefit launch` while attached: handled as Ctrl-C is."""
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (kill, a service manager, a closing CI job) raises Terminated, so that it stops a
+    starting engine as Ctrl-C does instead of killing servefit silently and leaving the engine
+    to start without anyone waiting for it. Only the main thread can set a handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def attach(console: Console, run: RunDir, watcher: Supervisor, follow: bool) -> int:
     """Show the run's progress; the exit status of `servefit launch`: 0 ready (or detached
-    once ready), 1 failed, 130 interrupted while starting (the engine is stopped)."""
+    once ready), 1 failed, 130 interrupted (143 terminated) while starting: the engine is
+    stopped."""
     view = ProgressView(console, run.read_json(run.plan_path))
     rec = run.read()
     try:
-        while True:
-            rec = run.read()
-            view.update(rec)
-            if rec.state == "ready" and not follow:
-                break
-            if rec.terminal:
-                wait_supervisor(watcher)
+        with _sigterm_as_interrupt():
+            while True:
                 rec = run.read()
-                break
-            if watcher.poll() is not None:
-                rec = run.read()
-                if not rec.terminal and not (rec.state == "ready" and not follow):
-                    view.close()
-                    return supervisor_died(console, run, rec)
-            time.sleep(0.1)
-    except KeyboardInterrupt:
+                view.update(rec)
+                if rec.state == "ready" and not follow:
+                    break
+                if rec.terminal:
+                    wait_supervisor(watcher)
+                    rec = run.read()
+                    break
+                if watcher.poll() is not None:
+                    rec = run.read()
+                    if not rec.terminal and not (rec.state == "ready" and not follow):
+                        view.close()
+                        return supervisor_died(console, run, rec)
+                time.sleep(0.1)
+    except KeyboardInterrupt as exc:
         view.close()
-        if rec.state == "ready":
-            console.print(f"detached; the engine keeps running (servefit stop {run.id})")
-            return 0
-        console.print("interrupted: stopping the engine ...")
-        stop_run(run, by="Ctrl-C during start-up")
-        rec = run.read()
-        console.print(f"[yellow]stopped[/]: {rec.message or 'stopped'}")
-        return 130
+        return interrupted(console, run, rec, isinstance(exc, Terminated))
     view.close()
     return summary(console, run, rec)
+
+
+def interrupted(console: Console, run: RunDir, rec: RunRecord, terminated: bool) -> int:
+    """Ctrl-C or SIGTERM: a ready engine keeps running (detached); a starting one is stopped."""
+    what = "SIGTERM" if terminated else "Ctrl-C"
+    if rec.state == "ready":
+        console.print(f"detached; the engine keeps running (servefit stop {run.id})")
+        return 0
+    console.print(f"interrupted ({what}): stopping the engine ...")
+    # a second SIGTERM must not cut the stop short and leave the engine half stopped
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN) if terminated else None
+    try:
+        stop_run(run, by=f"{what} during start-up")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    rec = run.read()
+    console.print(f"[yellow]stopped[/]: {rec.message or 'stopped'}")
+    return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
 
 
 def wait_supervisor(watcher: Supervisor, timeout_s: float = 60.0) -> None:

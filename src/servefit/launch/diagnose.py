@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servefit.launch.rundir import RunDir
-from servefit.launch.schema import RunRecord
+from servefit.launch.schema import SUPERVISOR_STOPS, RunRecord
 
 TAIL_LINES = 40
 
@@ -66,13 +66,42 @@ def _from_doctor(log: Path, record: RunRecord) -> Diagnosis | None:
     return Diagnosis(summary=summary, text=out.getvalue(), source="doctor")
 
 
+def servefit_stop(record: RunRecord) -> str | None:
+    """When servefit itself ended the start-up (its ready timeout, a server that stopped
+    answering), that is the diagnosis: the SIGTERM the log shows is servefit's, not a kill
+    from outside, which is all the doctor could read from the log alone."""
+    stop = record.stop
+    if stop is None or stop.by not in SUPERVISOR_STOPS:
+        return None
+    why = (record.message or stop.by).split("; the engine ")[0]
+    sent = " then ".join(stop.signals) or "SIGTERM"
+    text = f"servefit stopped the engine itself ({sent}): {why}"
+    if stop.by == "not ready in time":
+        text += "; if the start-up only needs longer, raise --ready-timeout"
+    return text
+
+
 def diagnose_run(run: RunDir, record: RunRecord) -> Diagnosis:
     found = _from_doctor(run.log_path, record)
+    own = servefit_stop(record)
+    if own is not None:
+        text = found.text if found is not None else _tail_text(run, record)
+        return Diagnosis(
+            summary=own,
+            text=f"{own}\n(a SIGTERM or SIGKILL in the log below is servefit's own)\n\n{text}",
+            source=found.source if found is not None else "log tail",
+        )
     if found is not None:
         return found
-    lines = tail(run.log_path)
     errors = record.facts.errors
     summary = errors[0] if errors else (record.message or "the engine failed")
+    return Diagnosis(summary=summary, text=_tail_text(run, record), source="log tail")
+
+
+def _tail_text(run: RunDir, record: RunRecord) -> str:
+    """The error lines the engine printed and the last lines of its log."""
+    lines = tail(run.log_path)
+    errors = record.facts.errors
     parts = []
     if errors:
         parts.append("Errors the engine printed:")
@@ -80,4 +109,4 @@ def diagnose_run(run: RunDir, record: RunRecord) -> Diagnosis:
         parts.append("")
     parts.append(f"Last {len(lines)} lines of {run.log_path}:")
     parts += lines
-    return Diagnosis(summary=summary, text="\n".join(parts) + "\n", source="log tail")
+    return "\n".join(parts) + "\n"

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from servefit.launch.diagnose import tail
+from servefit.launch.liveness import settle
 from servefit.launch.rundir import RunDir
 from servefit.redact import Redactor
 
@@ -30,7 +31,8 @@ def show(
     follow: bool = False,
 ) -> None:
     """Print `path` (the last `lines` lines when given), then, with `follow`, what the engine
-    adds until the run ends. `echo` prints one line."""
+    adds until the run ends (also when its supervisor died: the run is settled then). `echo`
+    prints one line."""
     if lines is not None:
         for line in tail(path, lines):
             echo(redactor.text(line))
@@ -42,10 +44,20 @@ def show(
         time.sleep(FOLLOW_POLL_S)
         before = pos
         pos, rest = _emit(path, pos, rest, redactor, echo)
-        if pos == before and run.read().terminal:
+        if pos == before and _ended(run):
             break
     if rest:
         echo(redactor.text(rest.decode("utf-8", "replace")))
+
+
+def _ended(run: RunDir) -> bool:
+    """The run has ended: its record says so, or it is settled now because its supervisor and
+    engine are both gone (liveness.settle); a record that cannot be read ends the following."""
+    try:
+        rec = run.read()
+    except (OSError, ValueError):
+        return True
+    return settle(run, rec).terminal
 
 
 def _emit(

@@ -113,6 +113,13 @@ class LaunchSpec(_Model):
     api_key_source: str | None = None  # "--api-key" | "VLLM_API_KEY"
 
 
+# StopInfo.by of the stops the supervisor makes itself, and the option that set its limit.
+SUPERVISOR_STOPS = {
+    "not ready in time": "--ready-timeout",
+    "stopped answering after its first request": "--settle",
+}
+
+
 class StopInfo(_Model):
     requested_at: float
     by: str  # "servefit stop", "not ready in time", "interrupted", ...

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.launch import procs
-from servefit.launch.liveness import owned_members
+from servefit.launch.liveness import log_errors, owned_members, unobserved
 from servefit.launch.rundir import RunDir
 from servefit.launch.schema import RunRecord, StopInfo
 
@@ -182,12 +182,16 @@ def _record_outcome(run: RunDir, result: StopResult, by: str) -> None:
             final.stop.gpu_released = result.gpu_released
             final.stop.note = "; ".join(result.notes) or None
         if not final.terminal and not owned_members(final):
-            final.state = "stopped"
             final.timings.ended = final.timings.ended or time.time()
-            final.message = final.message or (
-                f"stopped by {by} ({' then '.join(result.signals) or 'nothing was running'}); "
-                "exit status unknown: the supervisor was not running"
-            )
+            if result.was_running:
+                final.state = "stopped"
+                final.message = (
+                    f"stopped by {by} ({' then '.join(result.signals)}); "
+                    "exit status unknown: the supervisor was not running"
+                )
+            else:  # it had ended before the stop, unobserved: not a stop (it may have crashed)
+                final.message = unobserved(final, log_errors(run, final.engine))
+                final.state = "failed"
         result.state = final.state
         if final.exit_signal or final.exit_code is not None:
             result.exit = (

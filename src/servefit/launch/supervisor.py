@@ -115,14 +115,14 @@ class _Prober(threading.Thread):
                 result = readiness(
                     client, self.base_url, cfg.health_path, cfg.probe_timeout_s, cfg.chat_timeout_s
                 )
-                self.last = result.message
-                if (result.ok or result.refused is not None) and (why := self.not_ours()):
-                    self.last = why  # someone answered; not this run's engine
-                elif result.ok:
+                answered = result.ok or result.refused is not None
+                why = self.not_ours() if answered else None  # someone answered: whose server?
+                self.last = why or result.message  # one assignment: read from another thread
+                if why is None and result.ok:
                     self.model = result.model
                     self.first_ok_at = time.monotonic()
                     break
-                elif result.refused is not None:
+                if why is None and result.refused is not None:
                     # Healthy, and it wants a key: more probes cannot get further.
                     self.auth_note = auth_refused(
                         result.refused, self.key, self.engine, result.message
