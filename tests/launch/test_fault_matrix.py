@@ -31,6 +31,7 @@ from servefit.launch.supervisor import prepare_run, spawn_supervisor
 from tests.clihelp import run as cli
 from tests.launch.conftest import FAST, PYTHON, REPO, free_port, standin_argv, wait_for
 from tests.launch.test_supervisor_faults import _no_gpus
+from tests.standin.engine import CUDA_FAULT, OOM_VLLM
 from tests.standin.openai_server import serve_forever_in_thread
 
 ENOSPC = os.strerror(errno.ENOSPC)  # "No space left on device"
@@ -368,3 +369,67 @@ def test_sigterm_to_a_starting_launch_stops_the_engine_as_ctrl_c_does(runs_root)
     assert rec.state == "stopped" and rec.stop.by == "SIGTERM during start-up"
     assert rec.stop.signals == ["SIGTERM"] and rec.timings.ready is None
     assert members and not any(procs.is_alive(p) for p in members)
+
+
+# ---- faults that end the engine on its own: state, exit, message, and nothing left behind
+
+
+def _marked(run_id: str) -> list[int]:
+    """Every live process carrying the run's SERVEFIT_RUN_ID, in or out of its group."""
+    pids = (int(n) for n in os.listdir("/proc") if n.isdigit())
+    return [p for p in pids if procs.is_alive(p) and procs.run_marker(p) == run_id]
+
+
+BIND = "[Errno 98] error while attempting to bind on address ('127.0.0.1', {port}): address already in use"
+
+
+@pytest.mark.parametrize(
+    ("engine", "fault", "exit_", "message"),
+    [
+        (
+            "sglang",
+            "crash-after-first-request",
+            "SIGKILL",
+            f"the engine was killed by SIGKILL right after answering its first request: {CUDA_FAULT}",
+        ),
+        (
+            "vllm",
+            "crash-after-first-request",
+            "SIGKILL",
+            # the exception line under "EngineCore encountered a fatal error." and its traceback
+            f"the engine was killed by SIGKILL right after answering its first request: {CUDA_FAULT}",
+        ),
+        (
+            "sglang",
+            "port-in-use",
+            3,
+            "the engine exited with code 3 while capturing graphs: ERROR:    " + BIND,
+        ),
+        ("vllm", "startup-oom", 1, f"the engine exited with code 1 while allocating: {OOM_VLLM}"),
+    ],
+)
+def test_fault_matrix(supervise, engine, fault, exit_, message):
+    port = free_port()
+    s = supervise(standin_argv(engine, port, fault), engine=engine)
+    final = s.join()
+    assert "ready" not in s.states and final.timings.ready is None  # never a false ready
+    assert final.state == "failed"
+    assert (final.exit_signal if isinstance(exit_, str) else final.exit_code) == exit_
+    assert final.message == message.format(port=port)
+    assert final.diagnosis  # the doctor (or the log's error lines) ran on the run's own log
+    assert _marked(final.id) == []  # no process of the run is left, in its group or out of it
+    assert portlock.holder(s.run.path.parent, port) is None  # the port is free for the next
+    s.run.read()  # and the record reads back
+
+
+def test_a_launch_on_a_full_disk_is_one_line_and_leaves_nothing(capsys, runs_root, monkeypatch):
+    runs_root.mkdir(mode=0o700)
+    _full_disk(monkeypatch)
+    code, _, err = cli(
+        capsys, "launch", "--engine", "sglang", "--runs-dir", str(runs_root), "--",
+        *standin_argv("sglang", free_port()),
+    )  # fmt: skip
+    assert code == 1 and err.strip() == (
+        f"servefit: error: cannot write a run under {runs_root}: {ENOSPC}; nothing was started"
+    )
+    assert list_runs(runs_root) == [] and sorted(p.name for p in runs_root.iterdir()) == []

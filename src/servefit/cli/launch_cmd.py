@@ -197,6 +197,7 @@ def launch(
     from servefit.launch.command import parse_launch
     from servefit.launch.preflight import run_preflight
     from servefit.launch.progress import render_checks
+    from servefit.launch.rundir import RunWriteError
     from servefit.launch.schema import SupervisorConfig
     from servefit.launch.supervisor import prepare_run, spawn_supervisor
 
@@ -238,17 +239,22 @@ def launch(
         grace_s=grace,
         keep_failed=keep_failed,
     )
-    run = prepare_run(
-        root,
-        launch_cmd,
-        extra_env=env_from_cli(opts),  # for the plan and the engine's environment
-        plan=pre.plan,
-        request=request,
-        checks=pre.checks,
-        config=config,
-        forced=bool(force and pre.refused),
-        typed=list(words),
-    )
+    try:
+        run = prepare_run(
+            root,
+            launch_cmd,
+            extra_env=env_from_cli(opts),  # for the plan and the engine's environment
+            plan=pre.plan,
+            request=request,
+            checks=pre.checks,
+            config=config,
+            forced=bool(force and pre.refused),
+            typed=list(words),
+        )
+    except OSError as exc:  # prepare_run removed what it had written: nothing was started
+        raise RunWriteError(
+            f"cannot write a run under {root}: {exc.strerror or exc}; nothing was started"
+        ) from None
     console.print(f"[bold]launch[/] {run.id}  {run.read().command_line}")
     watcher = spawn_supervisor(run)
     ctx.exit(attach(console, run, watcher, follow))

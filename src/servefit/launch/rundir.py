@@ -41,6 +41,12 @@ from servefit.redact import Redactor
 RUNS_ENV = "SERVEFIT_RUNS_DIR"
 
 
+class RunWriteError(ServefitError):
+    """A new run's files cannot be written (a full disk, a quota): nothing was started."""
+
+    exit_code = 1
+
+
 class UnreadableRecord(ServefitError, ValueError):
     """A run.json that is not a run record (torn by hand, written by something else). A
     ValueError too, so callers that skip an unreadable record keep doing so."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.launch import procs
-from servefit.launch.liveness import log_errors, owned_members, unobserved
+from servefit.launch.liveness import log_errors, owned_members, supervisor_alive, unobserved
 from servefit.launch.rundir import RunDir
 from servefit.launch.schema import RunRecord, StopInfo
 
@@ -126,7 +126,7 @@ def stop_run(
         )
     # The supervisor may be between "stop requested?" and spawning; it writes the pid under the
     # same lock, so wait briefly for either a pid or its final record.
-    if rec.pid is None and not already_terminal and procs.is_alive(rec.watcher_pid):
+    if rec.pid is None and not already_terminal and supervisor_alive(rec):
         _wait(lambda: _read(run, rec).pid is not None or _read(run, rec).terminal, record_timeout_s)
         rec = _read(run, rec)
     result = StopResult(run_id=run.id, was_running=bool(owned_members(rec)), notes=notes)
@@ -149,7 +149,7 @@ def stop_run(
         if note:
             result.notes.append(note)
     # The supervisor records the exit status (only a parent can read it); without one, say so.
-    if procs.is_alive(rec.watcher_pid):
+    if supervisor_alive(rec):
         _wait(lambda: _read(run, rec).terminal, record_timeout_s)
     try:
         _record_outcome(run, result, by)
