@@ -925,10 +925,13 @@ def _struct_fields(ev: Evaluator, ref: ClassRef) -> list[FieldDecl]:
 def _arg_groups_fields(ev: Evaluator, server_args: Module) -> list[FieldDecl]:
     """ServerArgs' field order: POSITIONAL_FIELD_ORDER first, then declaration order."""
     scope = Scope(server_args)
-    sources = ev.deref(ast.Name("_INPUT_NAMESPACES"), scope)
-    assert isinstance(sources, tuple)
     decls: dict[str, FieldDecl] = {}
-    for elt in sources[0].elts:
+    # 0.5.16-0.5.19: the annotated fields are ServerArgs' own (a dataclass); 0.5.20+ gathers
+    # them from the namespace Structs listed in _INPUT_NAMESPACES.
+    has_namespaces = "_INPUT_NAMESPACES" in server_args.bindings
+    sources = ev.deref(ast.Name("_INPUT_NAMESPACES"), scope) if has_namespaces else ([],)
+    assert isinstance(sources, tuple)
+    for elt in getattr(sources[0], "elts", []):
         ref = ev.deref(elt, scope)
         assert isinstance(ref, ClassRef), ast.unparse(elt)
         for decl in _struct_fields(ev, ref):

@@ -220,23 +220,26 @@ def test_verdict_comes_first():
 
 def test_models_name_the_releases_that_serve_them(capsys):
     """From the releases' declared architectures (archs_<release>.txt, extracted from the
-    wheels): Kimi-K3 (KimiK3ForConditionalGeneration) is registered by SGLang 0.5.23 and vLLM
+    wheels): Kimi-K3 (KimiK3ForConditionalGeneration) is registered by SGLang 0.5.17 and vLLM
     0.27.0 on; MiniMax-M1 (MiniMaxM1ForCausalLM) by vLLM up to 0.23.0 (registry.py:
     _PREVIOUSLY_SUPPORTED_MODELS names 0.23.0); Qwen3.5/3.6 by vLLM 0.17.0 on."""
     import json
 
     from servefit.engines import registry
 
-    vllm = registry.releases("vllm")
+    vllm, sglang = registry.releases("vllm"), registry.releases("sglang")
     with pytest.raises(SystemExit):
         main(["models", "--format", "json"])
     rows = {r["id"]: r["served_by"] for r in json.loads(capsys.readouterr()[0])}
-    assert rows["moonshotai/Kimi-K3"] == {"sglang": ["0.5.23"], "vllm": vllm[vllm.index("0.27.0") :]}
+    assert rows["moonshotai/Kimi-K3"] == {
+        "sglang": sglang[sglang.index("0.5.17") :],
+        "vllm": vllm[vllm.index("0.27.0") :],
+    }
     assert rows["MiniMaxAI/MiniMax-M1"] == {
         "sglang": [],
         "vllm": vllm[: vllm.index("0.23.0") + 1],
     }
     assert rows["Qwen/Qwen3.6-27B"] == {
-        "sglang": ["0.5.9", "0.5.23"],
+        "sglang": sglang,
         "vllm": vllm[vllm.index("0.17.0") :],
     }

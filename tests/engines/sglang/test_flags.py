@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from servefit.engines import registry
 from servefit.engines.base import Flag
 from servefit.engines.command import parse_launch_command
 from servefit.engines.sglang.flags import (
@@ -27,7 +28,8 @@ from servefit.engines.sglang.flags import (
 from servefit.errors import EngineVersionError
 
 REPO = Path(__file__).resolve().parents[3]
-VERSIONS = ("0.5.9", "0.5.23")
+# every registered SGLang profile has its flag table, and no table is left without one
+VERSIONS = tuple(registry.profile_ids("sglang"))
 WHEELS = Path(os.environ.get("SERVEFIT_SGLANG_WHEELS", "/work/wheels"))
 
 SEED = (

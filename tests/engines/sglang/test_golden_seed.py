@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from servefit import catalog
+from servefit.engines import registry
 from servefit.engines.base import MemoryInputs
-from servefit.engines.sglang import v0_5_9, v0_5_23
+from servefit.engines.sglang import v0_5_9
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec
@@ -47,41 +48,54 @@ def _gpus() -> GPUSet:
     return GPUSet(gpu=spec, count=2)
 
 
-def _args(scenario: str) -> dict[str, Any]:
+def _args(scenario: str, profile: Any) -> dict[str, Any]:
+    """The scenario's ServerArgs; "@strategy" is the mamba strategy under the release's name."""
     args = {"tp_size": INPUTS["tp_size"], "context_length": INPUTS["context_length"]}
-    args.update(INPUTS["scenarios"][scenario])
+    for key, value in INPUTS["scenarios"][scenario].items():
+        if key == "@strategy":
+            key = profile.renames.get("mamba_scheduler_strategy", "mamba_scheduler_strategy")
+        args[key] = value
     return args
 
 
 def _plan(profile: Any, model: ModelSpec, scenario: str) -> tuple[Any, Any]:
     gpus = _gpus()
-    resolved = profile.resolve_args(model, gpus, _args(scenario), {})
+    args = _args(scenario, profile)
+    resolved = profile.resolve_args(model, gpus, args, {})
     memory = MemoryInputs(
         total_gib=INPUTS["gpu_mib"] / 1024,
         pre_load_free_gib=INPUTS["pre_load_free_gib"],
         weights_gib=INPUTS["weights_gib"],
-        draft_weights_gib=INPUTS["draft_weights_gib"]
-        if "speculative_algorithm" in _args(scenario)
-        else 0.0,
+        draft_weights_gib=INPUTS["draft_weights_gib"] if "speculative_algorithm" in args else 0.0,
     )
     return resolved, profile.size_pools(model, gpus, resolved, memory)
 
 
-@pytest.mark.parametrize(
-    "scenario", ["plain", "mtp", "plain_f085_mrr16", "mtp_f085_mrr16", "mtp_f088_mrr16"]
-)
-def test_v0_5_23_matches_the_wheel(model, scenario):
-    golden = GOLDEN["releases"]["0.5.23"][scenario]
-    resolved, sized = _plan(v0_5_23, model, scenario)
+# Every registered release on the shared flow (0.5.10 onward) against its own wheel's numbers.
+FLOW_RELEASES = [r for r in registry.releases("sglang") if r in GOLDEN["releases"] and r != "0.5.9"]
+CASES = [(r, s) for r in FLOW_RELEASES for s in sorted(INPUTS["scenarios"])]
+# lines of the sizing pass the golden run logs too (kv_cache_configurator.py)
+SIZING_LOGS = ("max_running_requests ", "Reserving ")
+
+
+@pytest.mark.parametrize(("release", "scenario"), CASES)
+def test_release_matches_its_wheel(model, release, scenario):
+    golden = GOLDEN["releases"][release][scenario]
+    prof = registry.profile("sglang", registry.RELEASES["sglang"][release])
+    resolved, sized = _plan(prof, model, scenario)
     # arg_groups/memory_hook.py:handle_gpu_memory_settings (+ adjust_mem_fraction_for_vlm);
-    # arg_groups/overrides.py:_mamba_radix_cache_resolution
+    # arg_groups/overrides.py:_mamba_radix_cache_resolution (0.5.16-0.5.18: the ServerArgs methods)
+    want_args = golden["resolved"]
     assert resolved["mem_fraction_static"] == pytest.approx(
-        golden["resolved"]["mem_fraction_static"], abs=1e-12
+        want_args["mem_fraction_static"], abs=1e-12
     )
-    assert (
-        resolved["mamba_radix_cache_strategy"] == golden["resolved"]["mamba_radix_cache_strategy"]
-    )
-    assert resolved["disable_overlap_schedule"] == golden["resolved"]["disable_overlap_schedule"]
+    strategy = prof.renames.get("mamba_scheduler_strategy", "mamba_scheduler_strategy")
+    assert resolved[strategy] == want_args["mamba_radix_cache_strategy"]
+    assert resolved["disable_overlap_schedule"] == want_args["disable_overlap_schedule"]
+    assert resolved["max_running_requests"] == want_args["max_running_requests"]
+    if "error" in golden:  # the engine's own exception text
+        assert sized.error == golden["error"]
+        return
     # kv_cache_configurator.py:_handle_max_mamba_cache, _calculate_mamba_ratio,
     # resolve_max_num_reqs; pool_configurator.py:DefaultPoolConfigurator.calculate_pool_sizes
     want = golden["sizing"]
@@ -90,6 +104,10 @@ def test_v0_5_23_matches_the_wheel(model, scenario):
     assert sized.pools.max_mamba_cache_size == want["max_mamba_cache_size"]
     assert sized.pools.mamba_slots_per_request == want["mamba_ratio"]
     assert sized.pools.effective_max_running_requests == want["max_running_requests"]
+    assert sized.pools.mamba_state_bytes_per_request == want["mamba_cache_per_req"]
+    # the warnings the sizing pass prints (mamba cap from 0.5.17, multimodal reservation 0.5.18+)
+    ours = [line for line in sized.log_lines if line.startswith(SIZING_LOGS)]
+    assert ours == [line for line in golden["log"] if line.startswith(SIZING_LOGS)]
 
 
 @pytest.mark.parametrize("scenario", ["plain", "mtp", "mtp_f085_mrr16"])
@@ -97,7 +115,7 @@ def test_v0_5_9_resolution_matches_the_wheel(model, scenario):
     """server_args.py:_handle_gpu_memory_settings (the 2 GiB EAGLE reserve) and
     _handle_mamba_radix_cache (speculative decoding turns the radix cache off) in 0.5.9."""
     golden = GOLDEN["releases"]["0.5.9"][scenario]["resolved"]
-    resolved = v0_5_9.resolve_args(model, _gpus(), _args(scenario), {})
+    resolved = v0_5_9.resolve_args(model, _gpus(), _args(scenario, v0_5_9.PROFILE), {})
     assert resolved["mem_fraction_static"] == pytest.approx(
         golden["mem_fraction_static"], abs=1e-12
     )

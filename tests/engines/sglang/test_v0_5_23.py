@@ -226,8 +226,8 @@ def test_auto_strategy_without_overlap_is_no_buffer():
         r3["mamba_radix_cache_strategy"] == "extra_buffer"
         and r3["disable_overlap_schedule"] is True
     )
-    assert flow_memory.mamba_ratio(r3.values, {}) == 4
-    assert flow_memory.mamba_ratio(r.values, {}) == 3
+    assert flow_memory.mamba_ratio(r3.values, {}, prof.RULES) == 4
+    assert flow_memory.mamba_ratio(r.values, {}, prof.RULES) == 3
 
 
 def test_sm100_qwen35_override_runs_before_the_mamba_pass():

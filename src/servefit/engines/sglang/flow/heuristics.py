@@ -168,7 +168,8 @@ def gpu_memory_settings(
                 )
             break
     mrr = v["max_running_requests"]
-    if max_bs_is_default and mrr is not None and v["cuda_graph_max_bs_decode"] > mrr:
+    clamp = rules.decode_bs_clamp and max_bs_is_default and mrr is not None
+    if clamp and v["cuda_graph_max_bs_decode"] > mrr:
         r.set("cuda_graph_max_bs_decode", mrr, "clamped to the explicit --max-running-requests")
     if v["cuda_graph_bs_decode"] is None:
         v["_decode_graph_bs"] = decode_capture_bs(v, v["cuda_graph_max_bs_decode"])
@@ -176,18 +177,9 @@ def gpu_memory_settings(
         v["_decode_graph_bs"] = list(v["cuda_graph_bs_decode"])
         v["cuda_graph_max_bs_decode"] = max(v["cuda_graph_bs_decode"])
     if v["cuda_graph_max_bs_prefill"] is None:
-        pmax = (
-            v["chunked_prefill_size"] if not is_mla(model) else min(8192, v["chunked_prefill_size"])
-        )
-        if (
-            v["pp_size"] > 1
-            and v["cuda_graph_backend_prefill"] == BREAKABLE
-            and v["cuda_graph_bs_prefill"] is None
-        ):
-            pmax = min(pmax, 8192)  # _DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS
-        if v["max_total_tokens"] is not None:
-            pmax = min(pmax, v["max_total_tokens"])
-        v["cuda_graph_max_bs_prefill"] = pmax
+        v["cuda_graph_max_bs_prefill"] = _prefill_graph_max_bs(model, v, rules)
+    if rules.prefill_graph_context_clamp and v["context_length"] is not None:
+        v["cuda_graph_max_bs_prefill"] = min(v["cuda_graph_max_bs_prefill"], v["context_length"])
     if v["cuda_graph_bs_prefill"] is None:
         count = common.prefill_graph_count(v["cuda_graph_max_bs_prefill"])
         v["_prefill_graph_count"] = count
@@ -200,6 +192,28 @@ def gpu_memory_settings(
         v["_prefill_graph_count"] = len(v["_prefill_graph_bs"])
     if v["mem_fraction_static"] is None:
         _mem_fraction_static(model, gpu_mem, v, r, rules)
+
+
+def _prefill_graph_max_bs(model: ModelSpec, v: dict[str, Any], rules: Rules) -> int:
+    """The default prefill CUDA-graph max_bs: the chunk (MLA: Rules.mla_prefill_graph_max_bs,
+    else min(8192, chunk)), capped under PP and by --max-total-tokens."""
+    chunk = v["chunked_prefill_size"]
+    if not is_mla(model):
+        pmax = chunk
+    elif rules.mla_prefill_graph_max_bs is not None:
+        pmax = rules.mla_prefill_graph_max_bs
+    else:
+        pmax = min(8192, chunk)
+    if (
+        rules.pp_prefill_graph_cap
+        and v["pp_size"] > 1
+        and v["cuda_graph_backend_prefill"] == BREAKABLE
+        and v["cuda_graph_bs_prefill"] is None
+    ):
+        pmax = min(pmax, 8192)  # _DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS
+    if v["max_total_tokens"] is not None:
+        pmax = min(pmax, v["max_total_tokens"])
+    return pmax
 
 
 def reserve_for_graph_mb(model: ModelSpec, v: dict[str, Any]) -> float:

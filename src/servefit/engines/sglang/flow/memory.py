@@ -28,13 +28,13 @@ def _truthy(env: dict[str, str], name: str) -> bool:
     return env.get(name, "").lower() in ("1", "true", "yes")
 
 
-def mamba_ratio(v: dict[str, Any], env: dict[str, str]) -> int:
+def mamba_ratio(v: dict[str, Any], env: dict[str, str], rules: Rules) -> int:
     """KVCacheConfigurator._calculate_mamba_ratio: 1 radix off; 3 no_buffer; extra_buffer
     +2 with the overlap schedule, +1 without it or when lazy (allocation_sizing.py:
-    get_mamba_tracking_slots)."""
+    get_mamba_tracking_slots). The skip-decode-lock variant only where the release reads it."""
     if v["disable_radix_cache"]:
         return 1
-    skip = _truthy(env, "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK")
+    skip = rules.skip_decode_lock_ratio and _truthy(env, "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK")
     base = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO - (
         MAMBA_CACHE_BASE_RATIO_DROP_ON_SKIP if skip else 0
     )
@@ -51,7 +51,7 @@ def mm_reservation_mib(
 ) -> int:
     """kv_cache_configurator.py:mm_runtime_reservation_gb (in MiB): SGLANG_VLM_CACHE_SIZE_MB (100)
     + SGLANG_MM_FEATURE_CACHE_MB (1024) for the cuda_ipc / cuda_vmm feature transports."""
-    if not is_multimodal(model, v, rules):
+    if not rules.mm_reservation or not is_multimodal(model, v, rules):
         return 0
     mb = int(env.get("SGLANG_VLM_CACHE_SIZE_MB", 100))
     if v["mm_feature_transport"] in ("cuda_ipc", "cuda_vmm"):
@@ -76,7 +76,7 @@ def profile_available(
     b = Budget(P=P, avail=avail, slack=slack, mm_gib=mm, budget=avail - slack - mm)
     b = replace(b, rest=b.budget)
     if lay.cost is not None:
-        b = state_pool(b, v, lay, env)
+        b = state_pool(b, v, lay, env, rules)
         if b.error:
             return b
     if b.rest <= 0:
@@ -95,51 +95,67 @@ def profile_available(
     return b
 
 
-def state_pool(b: Budget, v: dict[str, Any], lay: Layout, env: dict[str, str]) -> Budget:
+def requested_per_worker(v: dict[str, Any], rules: Rules) -> int:
+    """max_running_requests // attn_dp_size, floored at 1 where the release does (Rules.mrr_floor_one)."""
+    share = v["max_running_requests"] // v["attn_dp_size"]
+    return max(1, share) if rules.mrr_floor_one else share
+
+
+def state_pool(
+    b: Budget, v: dict[str, Any], lay: Layout, env: dict[str, str], rules: Rules
+) -> Budget:
     """_handle_max_mamba_cache: the state slots (K) and what they and the speculative
-    intermediate state take out of the budget."""
+    intermediate state take out of the budget (Rules.spec_reserve: with or without the pools'
+    +1 padding slot)."""
     assert lay.cost is not None
-    per_req = int(lay.cost.per_req * lay.stage_scale)  # stage_per_req: largest per-PP-stage share
-    ratio = mamba_ratio(v, env)
+    # stage_per_req: the largest per-PP-stage share (Rules.stage_state_share)
+    per_req = int(lay.cost.per_req * (lay.stage_scale if rules.stage_state_share else 1.0))
+    ratio = mamba_ratio(v, env, rules)
+    pad = 1 if rules.spec_reserve == "joint_padded" else 0
     dp = v["attn_dp_size"]
-    mrr = v["max_running_requests"]
     D = lay.D
-    reserves_spec = v["speculative_algorithm"] is not None and v["disaggregation_mode"] != "prefill"
+    reserves_spec = v["speculative_algorithm"] is not None and not (
+        rules.pd_prefill_skips_spec_state and v["disaggregation_mode"] == "prefill"
+    )
     spec = 0.0
     if v["max_mamba_cache_size"] is not None:  # (A)
         K = v["max_mamba_cache_size"] // dp
         sizing = "explicit --max-mamba-cache-size"
         if reserves_spec:
-            capped = min(max(1, mrr // dp), K // ratio)
-            spec = per_req * (capped + 1) * D / GiB
-    elif v["disable_radix_cache"] and mrr is not None:  # (B)
-        K = max(1, mrr // dp)
+            capped = min(requested_per_worker(v, rules), K // ratio)
+            spec = per_req * (capped + pad) * D / GiB
+    elif v["disable_radix_cache"] and v["max_running_requests"] is not None:  # (B)
+        K = requested_per_worker(v, rules)
         sizing = "max_running_requests (radix cache disabled)"
         if reserves_spec:
-            spec = per_req * (K + 1) * D / GiB
-    else:  # (C) ratio auto-fit, +1 padding slot on both buffers
+            spec = per_req * (K + pad) * D / GiB
+    else:  # (C) ratio auto-fit
         r = v["mamba_full_memory_ratio"]
         budget_bytes = b.budget * r / (1 + r) * GiB
         sizing = f"mamba_full_memory_ratio {r}: rest x {r}/(1+{r})"
         if reserves_spec:
-            K = int((budget_bytes - per_req * (1 + D)) // (per_req * (1 + D / ratio)))
-            capped = min(max(1, mrr // dp), K // ratio)
-            spec = per_req * (capped + 1) * D / GiB
+            K = int((budget_bytes - pad * per_req * (1 + D)) // (per_req * (1 + D / ratio)))
+            capped = min(requested_per_worker(v, rules), K // ratio)
+            spec = per_req * (capped + pad) * D / GiB
         else:
-            K = int((budget_bytes - per_req) // per_req)
+            K = int((budget_bytes - pad * per_req) // per_req)
     rest = b.budget - spec
     b = replace(b, per_req=per_req, ratio=ratio, K=K, sizing=sizing, spec_reserved=spec, rest=rest)
     if K <= 0:
-        return replace(
-            b,
-            error=(
-                f"RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
-                f"Computed max_mamba_cache_size={K} (total_rest_memory={rest:.2f} GB, "
-                f"mamba_cache_per_req={per_req / (1 << 20):.2f} MB). Try: (1) reduce --max-running-requests, "
-                f"(2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, or "
-                f"(4) use GPUs with more memory."
-            ),
-            error_kind="mamba",
-        )
-    reserved = (K + 1) * per_req / GiB
+        return _state_pool_error(b, K, rest, per_req)
+    reserved = (K + pad) * per_req / GiB
     return replace(b, mamba_reserved=reserved, rest=rest - reserved)
+
+
+def _state_pool_error(b: Budget, K: int, rest: float, per_req: int) -> Budget:
+    return replace(
+        b,
+        error=(
+            f"RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
+            f"Computed max_mamba_cache_size={K} (total_rest_memory={rest:.2f} GB, "
+            f"mamba_cache_per_req={per_req / (1 << 20):.2f} MB). Try: (1) reduce --max-running-requests, "
+            f"(2) increase --mem-fraction-static, (3) reduce --speculative-num-draft-tokens, or "
+            f"(4) use GPUs with more memory."
+        ),
+        error_kind="mamba",
+    )

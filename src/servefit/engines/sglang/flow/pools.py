@@ -17,7 +17,7 @@ from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
 from servefit.engines.sglang.flow import logs, swa
 from servefit.engines.sglang.flow.alloc import allocate
-from servefit.engines.sglang.flow.memory import profile_available
+from servefit.engines.sglang.flow.memory import profile_available, requested_per_worker
 from servefit.engines.sglang.flow.records import Budget, Layout, Pass, Requests, Tokens
 from servefit.engines.sglang.flow.rules import Rules
 from servefit.errors import ArgumentError
@@ -28,17 +28,20 @@ from servefit.units import GiB
 NOT_ENOUGH = "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."
 
 
-def eagle_draft_layers(model: ModelSpec, v: dict[str, Any]) -> int | None:
+def eagle_draft_layers(model: ModelSpec, v: dict[str, Any], rules: Rules) -> int | None:
     """spec_aux_hidden_state.py:_resolve_eagle_aux_hidden_state -> eagle_draft_num_layers.
 
     Path-less: the TARGET config's num_nextn_predict_layers (Qwen3-Next/3.5 carry
-    mtp_num_hidden_layers only -> None, no draft term). With a draft path: the draft's
+    mtp_num_hidden_layers only -> None, no draft term), where the release reads it
+    (Rules.pathless_draft_layers; else None). With a draft path: the draft's
     num_nextn_predict_layers, else max(num_hidden_layers, num_attention_layers).
     """
     if v["speculative_draft_model_path"] is None:
         return (
             model.mtp_layers
-            if model.mtp_source == "num_nextn_predict_layers" and model.mtp_layers
+            if rules.pathless_draft_layers
+            and model.mtp_source == "num_nextn_predict_layers"
+            and model.mtp_layers
             else None
         )
     return max(1, model.mtp_layers) if model.mtp_source == "num_nextn_predict_layers" else 1
@@ -60,7 +63,7 @@ def layout(model: ModelSpec, v: dict[str, Any], env: dict[str, str], rules: Rule
     target_cell = common.kv_cell_size(model, attn_tp, num_layers, kv_dtype)
     cell = target_cell
     eagle = v["speculative_algorithm"] in ("EAGLE", "EAGLE3", "STANDALONE")
-    draft_layers = eagle_draft_layers(model, v) if eagle else None
+    draft_layers = eagle_draft_layers(model, v, rules) if eagle else None
     if draft_layers and num_layers > 0:  # draft KV counted inside the target budget
         cell += int(target_cell * draft_layers / num_layers)
     return Layout(
@@ -90,7 +93,7 @@ def size_pools(
     error, kind = tok.error, tok.error_kind
     reqs = Requests()
     if error is None:
-        reqs = resolve_max_num_reqs(v, b, lay.cost, tok.tokens, lay.ctx)
+        reqs = resolve_max_num_reqs(v, b, lay, tok.tokens, rules)
         error, kind = reqs.error, reqs.error_kind
     if error is None and min(lay.ctx - 1, tok.tokens - 1) <= 0:
         error, kind = "AssertionError: Memory pool size is too small", "tokens"
@@ -140,13 +143,14 @@ def token_pool(
 
 
 def resolve_max_num_reqs(
-    v: dict[str, Any], b: Budget, cost: common.StateCost | None, tokens: int, ctx: int
+    v: dict[str, Any], b: Budget, lay: Layout, tokens: int, rules: Rules
 ) -> Requests:
     """KVCacheConfigurator.resolve_max_num_reqs (per attention-DP worker)."""
+    cost, ctx = lay.cost, lay.ctx
     estimated = max(min(int(tokens / ctx * 512), 4096), 2048)
     mrr = v["max_running_requests"]
     if mrr is not None:
-        requested: int | None = max(1, mrr // v["attn_dp_size"])
+        requested: int | None = requested_per_worker(v, rules)
         reqs = min(requested, tokens // 2)
         reason = "max_running_requests" if reqs == requested else "KV tokens // 2"
     else:
@@ -163,8 +167,9 @@ def resolve_max_num_reqs(
         assert b.K is not None and b.ratio is not None
         cap = b.K // b.ratio
         if cap < reqs:
-            capped = True
             reason = f"mamba state cache: {b.K} slots // {b.ratio} per request"
+        if cap < reqs and rules.mamba_cap_warning:
+            capped = True  # the cap warning replaces the "reduced from" one
             out.append(
                 f"max_running_requests is capped to {cap} by the mamba state cache (max_mamba_cache_size="
                 f"{b.K}, {b.ratio} state slots per request). To raise it: increase --mamba-full-memory-ratio "

@@ -5,6 +5,8 @@ asks about a release.
 A field is either a table read from the wheel (defaults, architecture lists, memory tiers) or a
 switch naming which of the known variants of an engine function the release runs. Each field
 says which function it stands for; the release's rules module cites the file in its wheel.
+Switches default to the newest mirrored release's behaviour, so a release's rules module names
+only where it differs.
 """
 
 from __future__ import annotations
@@ -48,3 +50,42 @@ class Rules:
     breakable_mm_archs: frozenset[str]
     # ModelConfig: architectures whose enable_multimodal None means False
     mm_disabled_archs: frozenset[str]
+
+    # --- switches (defaults: the newest release's behaviour) ---------------------------------
+    # mem_cache/kv_cache_configurator.py:KVCacheConfigurator._handle_max_mamba_cache: how the
+    # speculative intermediate state and the state pool are taken from the budget.
+    # "joint": K solved jointly with the intermediate state, K x per_req and capped x D x
+    # per_req reserved; "joint_padded": the same with the pools' +1 padding slot in the solve
+    # and in every reservation ((K + 1) x per_req, (capped + 1) x D x per_req)
+    spec_reserve: str = "joint_padded"
+    # _handle_max_mamba_cache: per_req charged at the largest PP stage's share of the recurrent
+    # layers (stage_per_req); False: every recurrent layer's, on each stage
+    stage_state_share: bool = True
+    # _calculate_mamba_ratio: SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK lowers the base ratio by one
+    skip_decode_lock_ratio: bool = True
+    # resolve_max_num_reqs: the "max_running_requests is capped to …" warning (and no
+    # "reduced from" warning when the state pool capped it)
+    mamba_cap_warning: bool = True
+    # _profile_available_bytes: mm_runtime_reservation_gb taken out of the budget
+    mm_reservation: bool = True
+    # model_runner_components/spec_aux_hidden_state.py:_resolve_eagle_aux_hidden_state: with no
+    # draft path the draft KV layers come from the target config (num_nextn_predict_layers);
+    # False: only a draft path's config counts, path-less drafts add no KV layers to the cell
+    pathless_draft_layers: bool = True
+    # _handle_max_mamba_cache (_pd_prefill_skips_mamba_spec_state): a PD prefill server reserves
+    # no speculative intermediate state
+    pd_prefill_skips_spec_state: bool = True
+    # handle_gpu_memory_settings: a default decode CUDA-graph max_bs is clamped to an explicit
+    # --max-running-requests
+    decode_bs_clamp: bool = True
+    # handle_gpu_memory_settings: the MLA prefill CUDA-graph max_bs; None means
+    # min(8192, chunked_prefill_size)
+    mla_prefill_graph_max_bs: int | None = None
+    # handle_gpu_memory_settings: the prefill CUDA-graph max_bs clamped to an explicit
+    # --context-length
+    prefill_graph_context_clamp: bool = False
+    # handle_gpu_memory_settings: breakable prefill graphs under PP capped at 8192 tokens
+    # (_DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS)
+    pp_prefill_graph_cap: bool = True
+    # resolve_max_num_reqs / _handle_max_mamba_cache: max(1, mrr // attn_dp); False: mrr // attn_dp
+    mrr_floor_one: bool = True

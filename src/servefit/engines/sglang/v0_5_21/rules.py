@@ -1,0 +1,29 @@
+"""What SGLang 0.5.21 decides differently from 0.5.22 (paths inside the 0.5.21 wheel); every
+other table and variant is 0.5.22's (v0_5_22/rules.py). docs/engines/sglang-0.5.21.md."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from servefit.engines.sglang.flow.rules import Rules
+from servefit.engines.sglang.v0_5_22 import rules as newer
+
+VERSION = "0.5.21"
+
+RULES: Rules = replace(
+    newer.RULES,
+    version=VERSION,
+    # arg_groups/memory_hook.py:handle_gpu_memory_settings: no clamp of the default decode
+    # max_bs to an explicit --max-running-requests (0.5.22 adds decode_max_bs_is_default)
+    decode_bs_clamp=False,
+    # mem_cache/kv_cache_configurator.py:KVCacheConfigurator._handle_max_mamba_cache: a PD
+    # prefill server still reserves the speculative state (no _pd_prefill_skips_mamba_spec_state)
+    pd_prefill_skips_spec_state=False,
+    # configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs
+    breakable_mm_archs=newer.RULES.breakable_mm_archs
+    - {
+        "MiniMaxM3SparseForCausalLM",
+        "MiniMaxM3SparseForConditionalGeneration",
+        "Qwen4ExpForConditionalGeneration",
+    },
+)
