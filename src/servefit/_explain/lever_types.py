@@ -140,7 +140,14 @@ def parallel_fix(c: Context) -> list[Option]:
     return [o for o in parallel_values(c) if o.num_gpus == n]
 
 
+# No launch spans more GPUs than this: an absurd --tp-size gets no parallel-layout suggestions
+# (listing the divisors of 10**20 would never end).
+_MAX_GPUS = 1 << 16
+
+
 def _divisors(n: int) -> list[int]:
+    if n > _MAX_GPUS:
+        return []
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
