@@ -137,3 +137,66 @@ def test_the_cpu_platforms_kv_memory_and_isa_changes_are_read() -> None:
     amx = read_log(log_of("v0240-qwen35-nopc-env1g")).launches[0]
     assert {c.arg: c.new for c in amx.changes}["enable_prefix_caching"] is False
     assert amx.pools.cpu_node_memory_gib == 23.54
+
+
+READY = sorted(n for n, c in CASES.items() if c["outcome"] == "ready")
+# the engine's "estimated maximum model length" of each failed start (its ValueError line)
+MAX_LEN_FIXES = {
+    "v0240-qwen3-fail-max-model-len": 16384,
+    "v0320-qwen3-fail-max-model-len": 16256,
+    "v0320-qwen35-fail-max-model-len": 13440,
+}
+
+
+def replayed(name: str):
+    return diagnose(
+        read_log(log_of(name)), model=str(LOGS / "models" / CASES[name]["model"] / "config.json")
+    )
+
+
+@pytest.mark.parametrize("name", READY)
+def test_a_cpu_log_is_replayed_on_its_cpu_and_kv_memory(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The doctor's own environment is not the logged engine's: it must not size the replay.
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "7")
+    report = replayed(name)
+    rep = report.replay
+    assert rep is not None, report.findings
+    # the CPU from the log (no --gpu): the node memory of "Explicitly set (X/23.54) GiB ..."
+    assert rep.gpu == "CPU from the log"
+    # the KV memory is the only figure the CPU worker sizes at run time: read from the log
+    assert rep.calibrated
+    kv = "VLLM_CPU_KVCACHE_SPACE=1" if "env1g" in name else "300,000,000 B"
+    assert any(kv in note for note in rep.notes), rep.notes
+    checks = {c.name: c for c in rep.checks}
+    assert {"KV tokens", "max concurrency at max_model_len"} <= set(checks)
+    if CASES[name]["model"] != "qwen3-tiny":  # the hybrids' "Setting attention block size to 384"
+        block = checks["attention block size"]
+        assert (block.logged, block.predicted, block.flagged) == (384, 384, False)
+    for check in checks.values():
+        assert abs(check.gap_pct) <= 0.5, check
+    assert report.status == "ok", report.findings
+    assert not [f for f in report.findings if f.code == "planner_gap"]
+
+
+def test_the_kv_tokens_of_the_replay_are_the_logged_ones() -> None:
+    # "CPU KV cache size: 657,769 tokens, Maximum concurrency for 4,096 tokens per request:
+    # 160.59x" (v0320-qwen35-pc-env1g.log): 2,730 blocks of 384 tokens (1 GiB // 393,216 B), 17
+    # blocks per request (11 attention + 3 Mamba groups x 2 in align mode): 2730 / 17 = 160.59;
+    # 160.588 x 4096 = 657,769
+    checks = {c.name: c for c in replayed("v0320-qwen35-pc-env1g").replay.checks}
+    assert (checks["KV tokens"].logged, checks["KV tokens"].predicted) == (657_769, 657_769)
+    concurrency = checks["max concurrency at max_model_len"]
+    assert (concurrency.logged, concurrency.predicted) == (160.59, 160.59)
+
+
+@pytest.mark.parametrize("name", sorted(MAX_LEN_FIXES))
+def test_a_cpu_start_that_failed_is_replayed_to_the_engines_error_and_fix(name: str) -> None:
+    report = replayed(name)
+    rep = report.replay
+    assert rep is not None and rep.calibrated and rep.verdict == "fail"
+    assert rep.error == report.root_cause.error.message  # the engine's ValueError, word for word
+    assert report.fix is not None
+    changes = [(c.flag, c.new) for c in report.fix.best.changes]
+    assert changes == [("--max-model-len", MAX_LEN_FIXES[name])]

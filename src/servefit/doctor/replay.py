@@ -18,8 +18,12 @@ from typing import Any
 
 from servefit.doctor.facts import LaunchFacts
 from servefit.doctor.schema import Finding, Fix, FixChange, FixOption, PoolCheck, Replay
+from servefit.doctor.vllm import CPU_FEATURE_OF
 from servefit.engines import registry
+from servefit.engines.vllm.cpu_platform import ENV_KV_SPACE
 from servefit.errors import EngineVersionError, ServefitError
+from servefit.hardware.spec import GPUSpec
+from servefit.units import GiB
 
 GAP_PCT = 1.0
 ROUNDING_GIB = 0.005  # SGLang prints GB with 2 decimals
@@ -80,12 +84,61 @@ def _model(ref: Any, launch: LaunchFacts, notes: list[str]):
     )
 
 
+def log_cpu(launch: LaunchFacts) -> GPUSpec | None:
+    """vLLM's CPU platform as the log shows it: the NUMA node's memory from "Explicitly set
+    (kv/node) GiB for KV cache on node N." (vllm/v1/worker/cpu_worker.py:
+    CPUWorker.determine_available_memory), and the ISA features the platform's logged changes
+    reveal (vllm/platforms/cpu.py:CpuPlatform.check_and_update_config). A feature whose change
+    is not logged changed nothing in this launch, so leaving it out replays the same sizing."""
+    total = launch.pools.cpu_node_memory_gib
+    if total is None:
+        return None
+    features = frozenset(CPU_FEATURE_OF[c.why] for c in launch.changes if c.why in CPU_FEATURE_OF)
+    return device_from_log(
+        "cpu", "CPU from the log", round(total * 1024), vendor="cpu", context_mib=0.0,
+        features=features,
+    )  # fmt: skip
+
+
+def device_from_log(key: str, name: str, memory_mib: int, **extra: Any) -> GPUSpec:
+    """A device known only by the memory its log shows (no speed figures: a replay sizes)."""
+    return GPUSpec(
+        key=key, name=name, memory_mib=memory_mib, bandwidth_gbs=0.0, bf16_tflops=0.0, **extra
+    )
+
+
+def cpu_kv_memory(
+    launch: LaunchFacts, args: dict[str, Any], notes: list[str]
+) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """(args, env) that give the replay the KV memory the CPU worker logged: the launch's
+    --kv-cache-memory-bytes when the logged size is it, else VLLM_CPU_KVCACHE_SPACE (whole GiB,
+    which CpuPlatform.check_and_update_config puts over the flag). The doctor's own
+    environment never leaks in (an empty VLLM_CPU_KVCACHE_SPACE is unset for the engine)."""
+    logged = next((r.kv_available_gib for r in launch.ranks if r.kv_available_gib), None)
+    if logged is None:
+        return None
+    given = args.get("kv_cache_memory_bytes")
+    # format_gib: the logged figure is round(bytes / GiB, 2)
+    if given and round(int(given) / GiB, 2) == logged:
+        notes.append(
+            f"CPU platform: KV memory {int(given):,} B (--kv-cache-memory-bytes, as logged)"
+        )
+        return args, {ENV_KV_SPACE: ""}
+    if float(logged).is_integer():
+        notes.append(f"CPU platform: KV memory {ENV_KV_SPACE}={int(logged)} (as logged)")
+        return args, {ENV_KV_SPACE: str(int(logged))}
+    notes.append(f"CPU platform: KV memory {logged} GiB as logged (rounded to 0.01 GiB)")
+    return {**args, "kv_cache_memory_bytes": int(logged * GiB)}, {ENV_KV_SPACE: ""}
+
+
 def _gpu(ref: Any, launch: LaunchFacts, P: float | None, notes: list[str]):
     from servefit.hardware.catalog import find_gpu
-    from servefit.hardware.spec import GPUSpec
 
     if ref is not None:
         return ref
+    cpu = log_cpu(launch)
+    if cpu is not None:
+        return cpu
     if launch.gpu:
         found = find_gpu(launch.gpu)
         if found is not None:
@@ -98,13 +151,7 @@ def _gpu(ref: Any, launch: LaunchFacts, P: float | None, notes: list[str]):
         f"GPU not named in the log: a {gib:g} GiB GPU is assumed; pass --gpu for the engine's "
         "GPU-dependent defaults"
     )
-    return GPUSpec(
-        key="from-log",
-        name="GPU from the log",
-        memory_mib=int(gib * 1024),
-        bandwidth_gbs=0.0,
-        bf16_tflops=0.0,
-    )
+    return device_from_log("from-log", "GPU from the log", int(gib * 1024))
 
 
 def _args(
@@ -167,11 +214,17 @@ def replay(
         model_spec = _model(model, launch, notes)
         gpu_spec = _gpu(gpu, launch, P, notes)
         args = _args(launch, ref.profile, ref.name, command_args, notes, use_command)
+        env: dict[str, str] = {}
+        on_cpu = getattr(gpu_spec, "vendor", None) == "cpu" or gpu_spec == "cpu"
+        kv = cpu_kv_memory(launch, args, notes) if on_cpu and not use_command else None
+        if kv is not None:
+            args, env = kv
         request = PlanRequest(
             model=model_spec,
             gpu=gpu_spec,
             engine=spec,
             args=args,
+            env=env,
             measured_free_before_gib=P,
             measured_weights_gib=W if P is not None else None,
         )
@@ -195,6 +248,9 @@ def replay(
         return _summary(p, args, notes, P, W, ref, []), (p, request), []
     checks = compare(launch, p)
     rep = _summary(p, args, notes, P, W, ref, checks)
+    if kv is not None:
+        # the CPU worker sizes nothing at run time but the KV memory, read here from the log
+        rep = rep.model_copy(update={"calibrated": True})
     findings = []
     flagged = [c for c in checks if c.flagged]
     if flagged:
