@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ import pytest
 from servefit.redact import mask
 from tests.engine.live import CRASHING, HF, KEY, LAUNCHED, latest_run, launch_env
 from tests.engine.pool import EAGER, EnginePool
-from tests.engine.real import engine_error, env_options, servefit
+from tests.engine.real import capacity_lines, engine_error, env_options, messages, servefit
 from tools.engine_cases import CASES
 from tools.engine_server import free_port, group_members, http_get
 
@@ -64,8 +65,9 @@ def launched(engine_pool: EnginePool, tmp_path_factory: pytest.TempPathFactory) 
     runs = tmp_path_factory.mktemp("launch") / "runs"
     old = os.umask(0)
     try:
+        # on the CPU platform, without NVML; no --force: the preflight must pass
         result, run_dir, port = launch(
-            engine_pool, LAUNCHED, runs, "--force", "--env", f"HF_TOKEN={HF}",
+            engine_pool, LAUNCHED, runs, "--device", "cpu", "--env", f"HF_TOKEN={HF}",
             extra=("--api-key", KEY))
     finally:
         os.umask(old)
@@ -82,6 +84,15 @@ def test_launch_is_ready_with_the_launch_key(launched: Launched, engine_pool: En
     assert record["served_model"] == str(engine_pool.model(LAUNCHED))
     status, body = http_get(f"http://127.0.0.1:{launched.port}/v1/models")
     assert (status, json.loads(body)) == (401, {"error": "Unauthorized"})
+
+
+def test_the_preflight_planned_what_the_engine_logged(launched: Launched) -> None:
+    # the engine's "CPU KV cache size: N tokens, ..." line is the plan's figure
+    logged = capacity_lines(messages((launched.run_dir / "engine.log").read_text()))
+    tokens = re.search(r"KV cache size: ([\d,]+) tokens", logged["kv_tokens"]).group(1)
+    printed = " ".join(launched.printed[0].split())
+    assert f"starts (vllm 0.32.0 rules): {tokens} KV tokens" in printed, printed
+    assert "not checked: the engine runs on the CPU (vLLM's CPU platform)" in printed
 
 
 def test_verify_with_its_defaults(launched: Launched) -> None:
@@ -143,7 +154,9 @@ def test_stop_leaves_no_process_and_no_secret(launched: Launched) -> None:
 def test_a_crashing_launch_is_captured_with_its_diagnosis(
     engine_pool: EnginePool, tmp_path: Path
 ) -> None:
-    # --max-model-len 65536 in 16 MiB of KV memory: the engine core raises at start-up
+    # --max-model-len 65536 in 16 MiB of KV memory: the engine core raises at start-up. No
+    # --gpu, no --device: the KV memory is fixed (--kv-cache-memory-bytes) and there is no GPU,
+    # so the preflight plans it on the CPU platform and predicts the failure; --force starts it.
     engine_pool.release()
     runs = tmp_path / "runs"
     result, run_dir, _ = launch(engine_pool, CRASHING, runs, "--force")
@@ -155,6 +168,8 @@ def test_a_crashing_launch_is_captured_with_its_diagnosis(
     assert error.startswith("ValueError: To serve at least one request with the model's max seq "
                             "len (65536)")
     # both are laid out for a terminal: compared with their line breaks removed
+    flat = " ".join(result.stdout.split())
+    assert f"predicted to fail (vllm 0.32.0 rules): {' '.join(error.split())}" in flat, flat
     head = " ".join(error[:160].split())
     assert head in " ".join((run_dir / "diagnosis.txt").read_text().split())
     assert head in " ".join(result.stdout.split())

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from servefit.errors import ArgumentError
 from servefit.validate import GIB, GPU_COUNT, MIB
 
 if TYPE_CHECKING:
@@ -93,7 +94,6 @@ def plan_options(f):
 
 def env_from_cli(opts: dict[str, Any]) -> dict[str, str]:
     """The --env KEY=VALUE options as a dict; a later KEY wins."""
-    from servefit.errors import ArgumentError
 
     env: dict[str, str] = {}
     for item in opts.get("env") or ():
@@ -123,7 +123,6 @@ def launch_from_cli(
     command's engine; when both are given they must name the same engine."""
     from servefit.engines.command import parse_launch_command
     from servefit.engines.registry import parse_engine
-    from servefit.errors import ArgumentError
 
     launch = (ctx.obj or {}).get(LAUNCH_KEY)
     if not launch:
@@ -136,13 +135,28 @@ def launch_from_cli(
     return cmd, engine
 
 
+class NoDevice(ArgumentError):
+    """Neither --gpu nor --device, and nothing that fixes the engine's memory without one."""
+
+
+def kv_memory_fixed(values: dict[str, Any], env: dict[str, str]) -> str | None:
+    """What fixes vLLM's KV memory without a device to size it from (--kv-cache-memory-bytes,
+    or VLLM_CPU_KVCACHE_SPACE from --env or the environment), as a phrase; None without."""
+    from servefit.engines.vllm.cpu_platform import ENV_KV_SPACE, kv_space_env
+
+    if values.get("kv_cache_memory_bytes"):
+        return "the KV memory being fixed by --kv-cache-memory-bytes"
+    if kv_space_env(env) is not None:
+        return f"the KV memory being fixed by {ENV_KV_SPACE}"
+    return None
+
+
 def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     """Build a PlanRequest from options, leftover engine flags and the launch command.
     Flags the engine's argparse refuses raise argcheck.ArgvRejection (a predicted failure)."""
     from servefit._plan.planner import PlanRequest
     from servefit.cli import argcheck
     from servefit.engines.registry import select
-    from servefit.errors import ArgumentError
 
     env = env_from_cli(opts)
     engine_argv = list(ctx.args)
@@ -178,8 +192,15 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         if gpu and gpu.lower() != "cpu":
             raise ArgumentError(f"--device cpu plans this machine's CPU; drop --gpu {gpu}")
         gpu = "cpu"
+    if not gpu and ref.name == "vllm":
+        fixed = kv_memory_fixed(values, env)
+        if fixed:  # vLLM's CPU platform sizes nothing else from the machine
+            gpu = "cpu"
+            warnings.append(
+                f"no --gpu: planned on this machine's CPU (vLLM's CPU platform), {fixed}"
+            )
     if not gpu:
-        raise ArgumentError(
+        raise NoDevice(
             "no GPU: pass --gpu NAME (see `servefit gpus`), --gpu local, or --device cpu"
         )
     return PlanRequest(

@@ -25,6 +25,7 @@ Examples:
   servefit launch --gpu A6000 -- python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B \\
       --tp-size 2 --context-length 32768 --mem-fraction-static 0.88 --max-running-requests 16
   servefit launch -- vllm serve Qwen/Qwen3-8B --port 8001
+  servefit launch --device cpu --env VLLM_CPU_KVCACHE_SPACE=4 -- vllm serve Qwen/Qwen3-0.6B
   servefit runs; servefit logs; servefit stop
 
 \b
@@ -34,7 +35,12 @@ runs in its own process group under a detached supervisor, with its output in a 
 runs/<time>-<id>/engine.log. `launch` returns once /health, /v1/models and one chat completion
 answer (exit 0), or when the engine fails (exit 1, with the diagnosis of its log). Ctrl-C while
 it starts stops the engine. GPU names: `servefit gpus`; without --gpu the local GPUs are used.
+With --device cpu (vLLM's CPU platform) NVML is not asked; without a GPU, a vLLM launch whose
+KV memory is fixed (--kv-cache-memory-bytes, VLLM_CPU_KVCACHE_SPACE) is planned on the CPU.
 """
+
+# the `nvml` preflight check of a launch on vLLM's CPU platform
+CPU_REASON = "the engine runs on the CPU (vLLM's CPU platform)"
 
 
 def _runs_root(runs_dir: str | None, *, write: bool = False) -> Path:
@@ -66,7 +72,7 @@ def _plan_request(
 ) -> tuple[PlanRequest | None, str | None, bool]:
     """(PlanRequest, None, False), or (None, why the launch is not planned, whether the reason
     is one the engine itself would reject the launch for)."""
-    from servefit.cli.inputs import request_from_cli
+    from servefit.cli.inputs import NoDevice, request_from_cli
     from servefit.errors import ArgumentError, HardwareError, ServefitError
 
     if not launch.recognised:
@@ -83,16 +89,13 @@ def _plan_request(
         from servefit.hardware.catalog import get_gpu
 
         get_gpu(gpu)  # a --gpu the user typed that servefit does not know: bad input, exit 2
-    if not gpu:
-        if not gpus.devices:
-            return (
-                None,
-                f"no --gpu given and no local GPU ({gpus.reason or 'NVML sees none'})",
-                False,
-            )
+    if not gpu and gpus.devices:
         gpu = "local"
     try:
+        # without a GPU: --device cpu, or a KV memory fixed by the launch (vLLM's CPU platform)
         return request_from_cli(ctx, {**opts, "gpu": gpu}), None, False
+    except NoDevice:
+        return None, f"no --gpu given and no local GPU ({gpus.reason or 'NVML sees none'})", False
     except HardwareError as exc:
         if opts.get("gpu"):
             raise  # a --gpu the user typed that servefit does not know: bad input
@@ -192,7 +195,7 @@ def launch(
 
     from servefit.cli.inputs import LAUNCH_KEY, env_from_cli
     from servefit.errors import ArgumentError
-    from servefit.hardware.nvml import local_gpus
+    from servefit.hardware.nvml import LocalGPUs, local_gpus
     from servefit.launch.attach import attach
     from servefit.launch.command import parse_launch
     from servefit.launch.preflight import run_preflight
@@ -209,8 +212,11 @@ def launch(
     launch_cmd = parse_launch(list(words), opts.get("engine"))
     root = _runs_root(runs_dir, write=True)  # before minutes of preflight: one clear line
     console = Console(highlight=False)
-    gpus = local_gpus()
+    on_cpu = (opts.get("device") or "").lower() == "cpu"
+    gpus = LocalGPUs(reason=CPU_REASON) if on_cpu else local_gpus()  # NVML is not asked on CPU
     request, skip, rejected = _plan_request(ctx, opts, launch_cmd, gpus)
+    if request is not None and request.gpu == "cpu":
+        gpus = LocalGPUs(reason=CPU_REASON)
     console.print(f"[bold]preflight[/] {launch_cmd.engine} · {launch_cmd.url}")
     pre = run_preflight(
         launch_cmd,
