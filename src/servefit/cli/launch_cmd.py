@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -289,14 +288,15 @@ def stop(
 ) -> None:
     """Stop a run: only the process group servefit started (SIGTERM, grace, SIGKILL)."""
     from servefit.errors import ArgumentError
+    from servefit.launch.liveness import run_is_live
     from servefit.launch.rundir import list_runs, resolve
-    from servefit.launch.stop import owned_members, stop_run
+    from servefit.launch.stop import stop_run
 
     root = _runs_root(runs_dir)
     if run_ref is None:
-        active = [
-            r for r in list_runs(root) if (rec := _readable(r)) and _is_active(rec, owned_members)
-        ]
+        # live: its engine runs, or it has not ended and its supervisor runs (a run whose
+        # supervisor and engine are both gone is not running, whatever its record says)
+        active = [r for r in list_runs(root) if (rec := _readable(r)) and run_is_live(rec)]
         if not active:
             click.echo("no run is running")
             return
@@ -347,10 +347,6 @@ def _readable(run: RunDir) -> RunRecord | None:
             err=True,
         )
     return None
-
-
-def _is_active(rec: RunRecord, owned: Callable[[RunRecord], list[int]]) -> bool:
-    return not rec.terminal or bool(owned(rec))
 
 
 # ---------------------------------------------------------------------------------- runs

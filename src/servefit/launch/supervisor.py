@@ -52,6 +52,7 @@ STOP_POLL_S = 0.25
 # A record that cannot be written (a full disk) is kept in memory and written at the next
 # poll; the final one is retried this long before the supervisor gives up and exits.
 FINAL_WRITE_S = 30.0
+PROBER_JOIN_S = 5.0
 
 
 class _LogTail:
@@ -270,6 +271,9 @@ class Supervisor:
                 time.sleep(POLL_S)
         finally:
             self.prober.stop_event.set()
+        # A round in flight when the engine exited ends now (the engine's sockets are closed):
+        # an answer it already got ("right after answering its first request") is then known.
+        self.prober.join(PROBER_JOIN_S)
         self._read_log(tail.read(final=True))
         self._finish(rc)
         return self.record
