@@ -200,3 +200,17 @@ def test_a_cpu_start_that_failed_is_replayed_to_the_engines_error_and_fix(name: 
     assert report.fix is not None
     changes = [(c.flag, c.new) for c in report.fix.best.changes]
     assert changes == [("--max-model-len", MAX_LEN_FIXES[name])]
+
+
+def test_a_cpu_log_without_its_memory_asks_for_this_machines_cpu(capsys) -> None:
+    # 0.24.0 on AMX refused the arguments before its worker logged "Explicitly set (…) GiB":
+    # the log shows the CPU platform only by its AMX change, so the replay asks for --gpu cpu
+    # (a GPU name would replay a GPU), and doctor takes it.
+    from tests.clihelp import run
+
+    report = replayed("v0240-qwen35-pc-env1g")
+    notes = [f.detail for f in report.findings if f.code == "replan_failed"]
+    assert any("this log is vLLM's CPU platform" in n and "pass --gpu cpu" in n for n in notes)
+    code, out, err = run(capsys, "doctor", str(log_of("v0240-qwen35-pc-env1g")), "--gpu", "cpu")
+    assert code == 1 and err == "" and "unknown GPU" not in out
+    assert "the engine rejected its arguments" in out.splitlines()[0]

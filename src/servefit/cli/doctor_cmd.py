@@ -40,7 +40,11 @@ Exit status: 0 nothing wrong, 1 the launch failed or something needs attention, 
     "when the log's model path is not readable here.",
 )
 @click.option(
-    "-g", "--gpu", default=None, help="GPU name (see `servefit gpus`), when the log does not say."
+    "-g",
+    "--gpu",
+    default=None,
+    help="GPU name (see `servefit gpus`), when the log does not say; cpu for a log of vLLM's "
+    "CPU platform (replayed on this machine's CPU).",
 )
 @click.option(
     "-e",
@@ -76,7 +80,7 @@ def doctor(
         from servefit.engines.registry import select
 
         select(engine)  # one clear line for a malformed --engine or release
-    if gpu is not None and gpu.lower() != "local":
+    if gpu is not None and gpu.lower() not in ("local", "cpu"):
         from servefit.hardware.catalog import get_gpu
 
         get_gpu(gpu)  # one clear line for a GPU servefit does not know

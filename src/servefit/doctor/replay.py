@@ -145,7 +145,15 @@ def _gpu(ref: Any, launch: LaunchFacts, P: float | None, notes: list[str]):
             return found
     total = launch.pools.profile_total_gpu_gib
     if total is None and P is None:
-        raise ServefitError("re-planning needs the GPU: pass --gpu (see `servefit gpus`)")
+        if any(c.why in CPU_FEATURE_OF for c in launch.changes):  # the CPU platform's changes
+            raise ServefitError(
+                "re-planning needs the machine: this log is vLLM's CPU platform, which did not "
+                "print its memory; pass --gpu cpu to replay it on this machine's CPU"
+            )
+        raise ServefitError(
+            "re-planning needs the GPU: pass --gpu NAME (see `servefit gpus`), or --gpu cpu "
+            "for a log of vLLM's CPU platform"
+        )
     gib = total if total is not None else math.ceil(P + 1.0)
     notes.append(
         f"GPU not named in the log: a {gib:g} GiB GPU is assumed; pass --gpu for the engine's "
