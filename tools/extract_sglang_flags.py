@@ -926,7 +926,7 @@ def _arg_groups_fields(ev: Evaluator, server_args: Module) -> list[FieldDecl]:
     """ServerArgs' field order: POSITIONAL_FIELD_ORDER first, then declaration order."""
     scope = Scope(server_args)
     decls: dict[str, FieldDecl] = {}
-    # 0.5.16-0.5.19: the annotated fields are ServerArgs' own (a dataclass); 0.5.20+ gathers
+    # 0.5.14-0.5.19: the annotated fields are ServerArgs' own (a dataclass); 0.5.20+ gathers
     # them from the namespace Structs listed in _INPUT_NAMESPACES.
     has_namespaces = "_INPUT_NAMESPACES" in server_args.bindings
     sources = ev.deref(ast.Name("_INPUT_NAMESPACES"), scope) if has_namespaces else ([],)

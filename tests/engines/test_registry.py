@@ -60,12 +60,12 @@ def test_a_registered_release_uses_its_profile_without_a_note():
 
 
 def test_post_release_inside_the_range_uses_the_nearest_profile():
-    # 0.5.10.post1 is 1 patch release from 0.5.9 and 13 from 0.5.23
-    _, ref = registry.select("sglang==0.5.10.post1")
-    assert ref.profile == "0.5.9" and ref.version == "0.5.10.post1"
+    # 0.5.14.post1 was never published: the nearest registered release is 0.5.14 itself
+    _, ref = registry.select("sglang==0.5.14.post1")
+    assert ref.profile == "0.5.14" and ref.version == "0.5.14.post1"
     assert ref.note == (
-        "sglang==0.5.10.post1 has no profile of its own yet: planned with the nearest mirrored "
-        "release, 0.5.9, unverified"
+        "sglang==0.5.14.post1 has no profile of its own yet: planned with the nearest mirrored "
+        "release, 0.5.14, unverified"
     )
 
 

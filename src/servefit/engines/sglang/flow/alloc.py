@@ -12,16 +12,18 @@ from typing import Any
 from servefit.engines.sglang import common
 from servefit.engines.sglang.flow import swa
 from servefit.engines.sglang.flow.records import Allocations, Budget, Layout, Tokens
+from servefit.engines.sglang.flow.rules import Rules
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES
 
 
-def req_to_token_extra(v: dict[str, Any]) -> int:
-    """allocation_sizing.py:get_req_to_token_extra_context_len."""
+def req_to_token_extra(v: dict[str, Any], rules: Rules) -> int:
+    """allocation_sizing.py:get_req_to_token_extra_context_len (before it: 4 + draft tokens,
+    model_runner_kv_cache_mixin.py:init_memory_pool's extra_max_context_len)."""
     D = v["speculative_num_draft_tokens"] or 0
     extra = 4 + D
     page = v["page_size"]
-    if v["speculative_algorithm"] is not None and page > 1:
+    if rules.req_to_token_paged_extra and v["speculative_algorithm"] is not None and page > 1:
         steps, topk = v["speculative_num_steps"] or 1, v["speculative_eagle_topk"] or 1
         if topk == 1:
             per_decode = max(steps * topk, D)
@@ -39,9 +41,10 @@ def allocate(
     tok: Tokens,
     R: int,
     ok: bool,
+    rules: Rules,
 ) -> Allocations:
     """Every pool of one rank; `ok`: the start gets as far as allocating the draft's pool."""
-    a = _target_pools(model, v, lay, b, tok.tokens, R, ok)
+    a = _target_pools(model, v, lay, b, tok.tokens, R, ok, rules)
     split, geo = tok.split, tok.geo
     if split is not None and geo is not None and tok.tokens > 0:
         sw = swa.allocations(geo, split, lay.page)
@@ -74,7 +77,14 @@ def allocate(
 
 
 def _target_pools(
-    model: ModelSpec, v: dict[str, Any], lay: Layout, b: Budget, tokens: int, R: int, ok: bool
+    model: ModelSpec,
+    v: dict[str, Any],
+    lay: Layout,
+    b: Budget,
+    tokens: int,
+    R: int,
+    ok: bool,
+    rules: Rules,
 ) -> Allocations:
     if tokens <= 0:
         return Allocations()
@@ -96,14 +106,18 @@ def _target_pools(
         ssm = int((b.K + 1) * cost.ssm_bytes * lay.stage_scale)
         spec_state = ok and v["speculative_algorithm"] is not None
         if spec_state and v["disaggregation_mode"] != "prefill":
-            iss, icw = _intermediate(model, v, lay, R)
-    req_to_token = (R + 1) * (v["context_len"] + req_to_token_extra(v)) * 4
+            iss, icw = _intermediate(model, v, lay, R, rules.conv_window_dedup)
+    # memory_pool.py:ReqToTokenPool.__init__: size + 1 rows where rules.req_to_token_extra_row
+    rows_r = R + 1 if rules.req_to_token_extra_row else R
+    req_to_token = rows_r * (v["context_len"] + req_to_token_extra(v, rules)) * 4
     return Allocations(
         kv=kv, k=k, v=vb, conv=conv, ssm=ssm, iss=iss, icw=icw, req_to_token=req_to_token
     )
 
 
-def _intermediate(model: ModelSpec, v: dict[str, Any], lay: Layout, R: int) -> tuple[int, int]:
+def _intermediate(
+    model: ModelSpec, v: dict[str, Any], lay: Layout, R: int, dedup_on: bool
+) -> tuple[int, int]:
     """MambaPool's speculative buffers over R + 1 slots: intermediate_ssm_state_cache
     (L_m, R+1, D) + temporal shape in the ssm dtype, and the conv window cache."""
     cost = lay.cost
@@ -115,7 +129,7 @@ def _intermediate(model: ModelSpec, v: dict[str, Any], lay: Layout, R: int) -> t
     kda = bool(model.layer_ids("kda"))
     topk = v["speculative_eagle_topk"]
     # memory_pool.py:conv_window_dedup_enabled: not NPU/CPU, not KDA, topk <= 1
-    dedup = not kda and (topk is None or topk <= 1)
+    dedup = dedup_on and not kda and (topk is None or topk <= 1)
     icw = 0
     for shape in cost.conv_shapes:
         win = shape[-1]

@@ -16,6 +16,7 @@ from servefit.engines.base import ResolvedArgs
 from servefit.engines.recorder import Recorder
 from servefit.engines.sglang import common
 from servefit.engines.sglang.flow import heuristics as h
+from servefit.engines.sglang.flow import mamba_handler
 from servefit.engines.sglang.flow.rules import Rules
 from servefit.errors import UnsupportedModelError
 from servefit.hardware.spec import GPUSet
@@ -56,7 +57,7 @@ def resolve_args(
             f"SGLang {rules.version} has no recurrent-state pool for {model.architecture} "
             f"({kinds} layers); it cannot serve this model"
         )
-    _deprecated_dp_attention(v, r)
+    _deprecated_dp_attention(v, r, rules)
     if v["mamba_full_memory_ratio"] is None:
         v["mamba_full_memory_ratio"] = rules.mamba_full_memory_ratio
     error = None
@@ -76,9 +77,13 @@ def resolve_args(
     )
 
 
-def _deprecated_dp_attention(v: dict[str, Any], r: Recorder) -> None:
-    """parallel_hook.py:handle_deprecated_dp_attention."""
+def _deprecated_dp_attention(v: dict[str, Any], r: Recorder, rules: Rules) -> None:
+    """parallel_hook.py:handle_deprecated_dp_attention. Releases without --attn-dp-size
+    (rules.dp_attention == "flag") keep the flag: their attention DP degree is dp_size."""
     if not v["enable_dp_attention"]:
+        return
+    if rules.dp_attention == "flag":
+        v["attn_dp_size"] = v["dp_size"]
         return
     if v["attn_dp_size"] == 1:
         r.set(
@@ -102,8 +107,11 @@ def _pipeline(
     h.gpu_memory_settings(model, gpu, v, r, rules)
     _qwen3_5_sm100_override(model, gpu, v, r, rules)
     _step3p_hicache_override(model, v, r)
-    _mamba_radix_cache(model, gpu, v, r, rules)
-    _attention_backend(model, gpu, v, r, env)
+    if rules.mamba_radix_cache == "handler":
+        mamba_handler.handle(model, gpu, v, r, rules)
+    else:
+        _mamba_radix_cache(model, gpu, v, r, rules)
+    _attention_backend(model, gpu, v, r, env, rules)
     if v["page_size"] is None:  # overrides.py:_page_size_default
         hip_5d = (
             h.is_hip(gpu) and env.get("SGLANG_AITER_KV_CACHE_LAYOUT", "").lower() == "vectorized_5d"
@@ -132,7 +140,7 @@ def _pipeline(
             "pipeline parallelism",
             "Pipeline parallelism is incompatible with overlap schedule.",
         )
-    _speculative(model, v, r, rules)
+    _speculative(model, v, r, env, rules)
     # kv_cache_hook.py:handle_cache_compatibility validates the effective ratio (any model).
     if v["swa_full_tokens_ratio"] is None:
         v["swa_full_tokens_ratio"] = rules.swa_full_tokens_ratio
@@ -263,7 +271,7 @@ def _mamba_radix_cache(
 
 
 def _attention_backend(
-    model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder, env: dict[str, str]
+    model: ModelSpec, gpu: Any, v: dict[str, Any], r: Recorder, env: dict[str, str], rules: Rules
 ) -> None:
     """attention_hook.py:handle_attention_backend_compatibility: the default backend, AMD aiter's
     x0.85 (explicit fractions included) and FA4's page 128 (overrides.py:_fa4_page_constraint)."""
@@ -278,7 +286,8 @@ def _attention_backend(
     ctx = common.derived_context_len(model) if v["context_length"] is None else v["context_length"]
     if v["attention_backend"] == "aiter" and ctx > 8192:
         explicit = "mem_fraction_static" not in {c.arg for c in r.changes}
-        if not (explicit and env_true(env, "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION")):
+        honor = "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION" in rules.env_vars
+        if not (explicit and honor and env_true(env, "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION")):
             r.set(
                 "mem_fraction_static",
                 v["mem_fraction_static"] * 0.85,
@@ -299,7 +308,9 @@ def _attention_backend(
         )
 
 
-def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder, rules: Rules) -> None:
+def _speculative(
+    model: ModelSpec, v: dict[str, Any], r: Recorder, env: dict[str, str], rules: Rules
+) -> None:
     """speculative_hook.py:handle_speculative_decoding -> _handle_eagle_family / _handle_ngram."""
     if v["speculative_algorithm"] is None:
         return
@@ -318,13 +329,13 @@ def _speculative(model: ModelSpec, v: dict[str, Any], r: Recorder, rules: Rules)
         "NEXTN is an alias of EAGLE" if algo == "EAGLE" else "upper-cased",
     )
     if algo in SPEC_EAGLE:
-        _eagle_family(model, algo, v, r, rules)
+        _eagle_family(model, algo, v, r, env, rules)
     elif algo == "NGRAM":
         _ngram(v, r)
 
 
 def _eagle_family(
-    model: ModelSpec, algo: str, v: dict[str, Any], r: Recorder, rules: Rules
+    model: ModelSpec, algo: str, v: dict[str, Any], r: Recorder, env: dict[str, str], rules: Rules
 ) -> None:
     """speculative_hook.py:_handle_eagle_family."""
     if algo == "STANDALONE" and v["attn_dp_size"] > 1:
@@ -333,7 +344,9 @@ def _eagle_family(
         )
     if v["max_running_requests"] is None:
         r.set("max_running_requests", 48, "speculative decoding resets it", RESET_48)
-    if v["disable_overlap_schedule"]:
+    if rules.spec_v2_default is not None:
+        _spec_v2(v, r, env_spec_v2(env, rules.spec_v2_default))
+    elif v["disable_overlap_schedule"]:
         r.log(
             "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding."
         )
@@ -374,6 +387,38 @@ def _eagle_family(
             "ValueError: speculative_eagle_topk > 1 with page_size > 1 is only supported on "
             "('flashinfer', 'fa3', 'triton'); got attention_backend="
             f"{v['attention_backend']!r}. Use page_size == 1 or one of those backends."
+        )
+
+
+def env_spec_v2(env: dict[str, str], default: bool) -> bool:
+    """environ.py:Envs.SGLANG_ENABLE_SPEC_V2 (EnvBool)."""
+    raw = env.get("SGLANG_ENABLE_SPEC_V2")
+    return default if raw is None else raw.strip().lower() in ("1", "true", "yes", "y", "on")
+
+
+def _spec_v2(v: dict[str, Any], r: Recorder, enabled: bool) -> None:
+    """server_args.py:_handle_speculative_decoding with a spec v1 worker: spec v2 turns the
+    overlap schedule on (topk 1 only); spec v1 turns it off."""
+    if not enabled:
+        r.set(
+            "disable_overlap_schedule",
+            True,
+            "speculative decoding v1 runs without the overlap schedule",
+            "Overlap scheduler is disabled when spec v2 is off or using unsupported speculative "
+            "algorithm. You can set env SGLANG_ENABLE_SPEC_V2=True to enable the experimental "
+            "overlap scheduler. ",
+        )
+        return
+    r.set(
+        "disable_overlap_schedule",
+        False,
+        "spec v2 runs with the overlap schedule",
+        "Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap schedule is turned on.",
+    )
+    topk = v["speculative_eagle_topk"]
+    if topk is not None and topk > 1:
+        raise common.EngineError(
+            "ValueError: Spec v2 currently only supports topk = 1 for speculative decoding."
         )
 
 

@@ -91,6 +91,9 @@ def cuda_graph_config(
     model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], r: Recorder, rules: Rules
 ) -> None:
     """parse_cuda_graph_config + apply_cuda_graph_compatibility (BREAKABLE auto-disable rules)."""
+    if rules.prefill_graph != "breakable":
+        piecewise_graph(model, gpu, v, rules)
+        return
     decode, prefill = (
         FULL,
         (DISABLED if is_hip(gpu) else BREAKABLE),
@@ -107,19 +110,7 @@ def cuda_graph_config(
     if v["cuda_graph_backend_prefill"] is not None:
         prefill, locked = v["cuda_graph_backend_prefill"], True
     if not locked and prefill == BREAKABLE:
-        reason = None
-        if v["pp_size"] > 1:
-            reason = "pipeline parallelism (opt-in with --cuda-graph-backend-prefill=breakable)"
-        elif model.layer_ids("kda") and model.architecture != "Glm5NextForConditionalGeneration":
-            reason = "KDA hybrid linear attention"
-        elif v["dcp_size"] > 1:
-            reason = "decode context parallel (dcp_size > 1)"
-        elif v["enable_two_batch_overlap"]:
-            reason = "two-batch overlap"
-        elif v["moe_a2a_backend"] not in ("none", "deepep", "megamoe", "flashinfer"):
-            reason = "unvalidated a2a backend"
-        elif is_multimodal(model, v, rules) and model.architecture not in rules.breakable_mm_archs:
-            reason = "multimodal model"
+        reason = breakable_off_reason(model, v, rules)
         if reason is not None:
             log = (
                 None
@@ -136,9 +127,67 @@ def cuda_graph_config(
     v["cuda_graph_backend_decode"], v["cuda_graph_backend_prefill"] = decode, prefill
 
 
+def breakable_off_reason(model: ModelSpec, v: dict[str, Any], rules: Rules) -> str | None:
+    """Why the breakable prefill graph is turned off: cuda_graph_hook.py's compatibility rules,
+    or ("server_args") server_args.py:_disable_breakable_cudagraph_if_incompatible's list."""
+    mm = is_multimodal(model, v, rules) and model.architecture not in rules.breakable_mm_archs
+    if rules.breakable_rules == "server_args":
+        checks = (
+            ("MLA attention", is_mla(model)),
+            ("LoRA", bool(v.get("enable_lora"))),
+            ("MoE A2A backend", v["moe_a2a_backend"] != "none"),
+            ("DP attention", v["attn_dp_size"] > 1 or bool(v["enable_dp_attention"])),
+            ("multimodal model", mm),
+        )
+        return next((name for name, hit in checks if hit), None)
+    if v["pp_size"] > 1:
+        return "pipeline parallelism (opt-in with --cuda-graph-backend-prefill=breakable)"
+    if model.layer_ids("kda") and model.architecture != "Glm5NextForConditionalGeneration":
+        return "KDA hybrid linear attention"
+    if v["dcp_size"] > 1:
+        return "decode context parallel (dcp_size > 1)"
+    if v["enable_two_batch_overlap"]:
+        return "two-batch overlap"
+    if v["moe_a2a_backend"] not in ("none", "deepep", "megamoe", "flashinfer"):
+        return "unvalidated a2a backend"
+    return "multimodal model" if mm else None
+
+
+def piecewise_graph(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], rules: Rules) -> None:
+    """server_args.py:_handle_piecewise_cuda_graph (runs before the memory heuristic): the
+    piecewise prefill graph is on unless one of its conditions turns it off. "piecewise_no_spec"
+    also turns it off for speculative decoding (0.5.10's condition 2)."""
+    off = (
+        v.get("disable_piecewise_cuda_graph", False)
+        or model.architecture in rules.piecewise_off_archs
+        or (rules.prefill_graph == "piecewise_no_spec" and v["speculative_algorithm"] is not None)
+        or bool(v["enable_dp_attention"])
+        or v["pp_size"] > 1
+        or is_hip(gpu)
+        or v["moe_a2a_backend"] != "none"
+        or is_multimodal(model, v, rules)
+        or v["enable_hierarchical_cache"]
+        or v["disaggregation_mode"] != "null"
+    )
+    if v.get("enforce_piecewise_cuda_graph"):
+        off = False
+    # Releases with per-phase backends (no disable_piecewise_cuda_graph field) lock the prefill
+    # graph off with --disable-cuda-graph / --disable-prefill-cuda-graph, or to the backend the
+    # user names (server_args.py:_handle_cuda_graph_config, _apply_cuda_graph_compatibility).
+    phased = "disable_piecewise_cuda_graph" not in v
+    if phased and (v["disable_cuda_graph"] or v["disable_prefill_cuda_graph"]):
+        off = True
+    if phased and v["cuda_graph_backend_prefill"] is not None:
+        off = v["cuda_graph_backend_prefill"] == DISABLED
+    v["disable_piecewise_cuda_graph"] = off
+    decode_off = v["disable_cuda_graph"] or (phased and v["disable_decode_cuda_graph"])
+    v["cuda_graph_backend_decode"] = DISABLED if decode_off else FULL
+    v["cuda_graph_backend_prefill"] = DISABLED if off else "piecewise"
+
+
 def decode_capture_bs(v: dict[str, Any], max_bs: int) -> list[int]:
     """cuda_graph_hook.py:generate_decode_cuda_graph_batch_sizes: the 0.5.9 list, plus max_bs
-    appended when missing (new in 0.5.23)."""
+    appended when missing (server_args.py:_generate_cuda_graph_batch_sizes does so from 0.5.10)."""
     bs = common.decode_capture_bs(
         max_bs, v["speculative_algorithm"] is not None, v["disable_cuda_graph_padding"]
     )
@@ -237,6 +286,30 @@ def reserve_for_graph_mb(model: ModelSpec, v: dict[str, Any]) -> float:
     return reserved
 
 
+def piecewise_reserve_mb(model: ModelSpec, v: dict[str, Any]) -> float:
+    """server_args.py:_handle_gpu_memory_settings before the breakable graph: the decode graphs
+    always (cuda_graph_max_bs x 2), DP attention by enable_dp_attention x dp_size, and the
+    piecewise prefill graphs (len(piecewise_cuda_graph_tokens) x 8; MLA 1.5 GiB)."""
+    max_bs = v["cuda_graph_max_bs_decode"]
+    reserved = max_bs * 2
+    if v["enable_dp_attention"]:
+        reserved += max_bs * v["dp_size"] * 3
+        if max_bs > 300:
+            reserved += max_bs * v["dp_size"] * 1.5
+    if not v["disable_piecewise_cuda_graph"]:
+        reserved += v["_prefill_graph_count"] * 8 if not is_mla(model) else 1.5 * 1024
+    return reserved
+
+
+def draft_reserve_mib(v: dict[str, Any], rules: Rules) -> int:
+    """_handle_gpu_memory_settings: the draft model and its graphs, by the algorithm as given
+    (the heuristic runs before NEXTN becomes EAGLE)."""
+    algo = str(v["speculative_algorithm"] or "").upper()
+    if not algo or algo == "NGRAM":
+        return 0
+    return rules.standalone_reserve_mib if algo == "STANDALONE" else rules.eagle_reserve_mib
+
+
 def _mem_fraction_static(
     model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: Recorder, rules: Rules
 ) -> None:
@@ -247,12 +320,18 @@ def _mem_fraction_static(
         activation = max(v["chunked_prefill_size"], 2048)
     else:
         activation = max(v["max_prefill_tokens"], 2048)
-    graphs = reserve_for_graph_mb(model, v)
+    graphs = (
+        reserve_for_graph_mb(model, v)
+        if rules.prefill_graph == "breakable"
+        else piecewise_reserve_mb(model, v)
+    )
     reserved = 512 + activation * 1.5 + v["tp_size"] * v["pp_size"] / 8 * 1024 + graphs
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    reserved += draft_reserve_mib(v, rules)
     if (
-        v["moe_a2a_backend"] == "deepep"
+        rules.prefill_graph == "breakable"
+        and v["moe_a2a_backend"] == "deepep"
         and v["disaggregation_mode"] != "prefill"
         and v["cuda_graph_backend_decode"] != DISABLED
     ):

@@ -10,9 +10,11 @@ managers/scheduler.py (final max_total_num_tokens line). See docs/engines/sglang
 from __future__ import annotations
 
 from servefit._plan.schema import Consumer
+from servefit.engines.base import LogFeature
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
 from servefit.engines.sglang.flow.records import Budget, Pass
+from servefit.engines.sglang.flow.rules import Rules
 from servefit.model.spec import ModelSpec
 
 
@@ -28,7 +30,7 @@ def quant_log_str(model: ModelSpec) -> str | None:
     return out
 
 
-def log_lines(p: Pass) -> list[str]:
+def log_lines(p: Pass, rules: Rules) -> list[str]:
     """What the engine prints from loading the weights to the scheduler's summary line."""
     b, m, model = p.b, p.memory, p.model
     quant = quant_log_str(model)
@@ -47,7 +49,7 @@ def log_lines(p: Pass) -> list[str]:
     out += [line for line in p.notes if not line.startswith("KV pool holds")]
     if p.error:
         return out + [p.error]
-    out += _pool_lines(p)
+    out += _pool_lines(p, rules)
     out += [line for line in p.notes if line.startswith("KV pool holds")]
     out.append(
         f"max_total_num_tokens={p.tokens}, chunked_prefill_size={p.v['chunked_prefill_size']}, "
@@ -57,10 +59,12 @@ def log_lines(p: Pass) -> list[str]:
     return out
 
 
-def _pool_lines(p: Pass) -> list[str]:
+def _pool_lines(p: Pass, rules: Rules) -> list[str]:
     """MambaPool / KV pool allocation lines, "Memory pool end", and the draft's pool."""
     a, b, tokens = p.alloc, p.b, p.tokens
-    dtype = common.KV_DTYPES[p.lay.kv_dtype][0]
+    # KVCache._finalize_allocation_log names the dtype where the release prints it
+    named = LogFeature.KV_ALLOCATED_DTYPE in rules.log_format
+    dtype = f"dtype: {common.KV_DTYPES[p.lay.kv_dtype][0]}, " if named else ""
     out = []
     if p.lay.cost is not None:
         line = (
@@ -77,13 +81,11 @@ def _pool_lines(p: Pass) -> list[str]:
         out += a.kv_lines[0]
     elif a.k:
         out.append(
-            f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {f2(gib(a.k))} GB, "
+            f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: {f2(gib(a.k))} GB, "
             f"V size: {f2(gib(a.v))} GB"
         )
     else:
-        out.append(
-            f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, KV size: {f2(gib(a.kv))} GB"
-        )
+        out.append(f"KV Cache is allocated. {dtype}#tokens: {tokens}, KV size: {f2(gib(a.kv))} GB")
     out.append(f"Memory pool end. avail mem={f2(p.pool_end)} GB")
     if a.draft_kv:
         half = f2(gib(a.draft_kv) / 2)
@@ -91,7 +93,7 @@ def _pool_lines(p: Pass) -> list[str]:
             out += a.kv_lines[1]
         else:
             out.append(
-                f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {half} GB, V size: {half} GB"
+                f"KV Cache is allocated. {dtype}#tokens: {tokens}, K size: {half} GB, V size: {half} GB"
             )
         out.append(f"Memory pool end. avail mem={f2(p.free_after)} GB")
     return out

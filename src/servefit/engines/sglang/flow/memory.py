@@ -69,17 +69,19 @@ def profile_available(
 ) -> Budget:
     """_profile_available_bytes + _handle_max_mamba_cache (GiB in, GiB out)."""
     P = memory.pre_load_free_gib
-    # Scheduler.init_model_worker loads the draft before init_memory_pools: draft weights are resident.
-    avail = P - memory.weights_gib - memory.draft_weights_gib
+    # Scheduler.init_model_worker loads the draft before init_memory_pools (draft weights are
+    # resident) where rules.draft_before_pools; before, the draft loads after the pools.
+    draft = memory.draft_weights_gib if rules.draft_before_pools else 0.0
+    avail = P - memory.weights_gib - draft
     slack = P * (1 - v["mem_fraction_static"])
-    mm = mm_reservation_mib(model, v, env, rules) / 1024
+    mm = mm_reservation_mib(model, v, env, rules) / 1024 if rules.mm_reservation else 0.0
     b = Budget(P=P, avail=avail, slack=slack, mm_gib=mm, budget=avail - slack - mm)
     b = replace(b, rest=b.budget)
     if lay.cost is not None:
         b = state_pool(b, v, lay, env, rules)
         if b.error:
             return b
-    if b.rest <= 0:
+    if rules.budget_error and b.rest <= 0:
         minimum = 1 - avail / P
         suggested = math.ceil(minimum * 1000) / 1000
         b = replace(
@@ -111,6 +113,8 @@ def state_pool(
     # stage_per_req: the largest per-PP-stage share (Rules.stage_state_share)
     per_req = int(lay.cost.per_req * (lay.stage_scale if rules.stage_state_share else 1.0))
     ratio = mamba_ratio(v, env, rules)
+    if rules.spec_reserve == "upfront":
+        return upfront_state_pool(b, v, lay, per_req, ratio)
     pad = 1 if rules.spec_reserve == "joint_padded" else 0
     dp = v["attn_dp_size"]
     D = lay.D
@@ -158,4 +162,36 @@ def _state_pool_error(b: Budget, K: int, rest: float, per_req: int) -> Budget:
             f"(4) use GPUs with more memory."
         ),
         error_kind="mamba",
+    )
+
+
+def upfront_state_pool(
+    b: Budget, v: dict[str, Any], lay: Layout, per_req: int, ratio: int
+) -> Budget:
+    """model_runner_kv_cache_mixin.py:handle_max_mamba_cache before the joint solve (Rules.
+    spec_reserve "upfront"): with speculative decoding (any algorithm) per_req x mrr x D is taken
+    from the budget first; K is then explicit, max_running_requests with the radix cache off,
+    or the ratio split of what is left; K x per_req is reserved. K is not checked: a budget
+    the reserve overdraws ends in the KV pool's "Not enough memory"."""
+    dp, mrr, D = v["attn_dp_size"], v["max_running_requests"], lay.D
+    spec = per_req * (mrr // dp) * D / GiB if v["speculative_algorithm"] is not None else 0.0
+    rest = b.budget - spec
+    if v["max_mamba_cache_size"] is not None:
+        K, sizing = v["max_mamba_cache_size"] // dp, "explicit --max-mamba-cache-size"
+    elif v["disable_radix_cache"] and mrr is not None:
+        K, sizing = mrr // dp, "max_running_requests (radix cache disabled)"
+    else:
+        r = v["mamba_full_memory_ratio"]
+        K = int(rest * r / (1 + r) * GiB // per_req)
+        sizing = f"mamba_full_memory_ratio {r}: rest x {r}/(1+{r})"
+    reserved = K * per_req / GiB
+    return replace(
+        b,
+        per_req=per_req,
+        ratio=ratio,
+        K=K,
+        sizing=sizing,
+        spec_reserved=spec,
+        mamba_reserved=reserved,
+        rest=rest - reserved,
     )

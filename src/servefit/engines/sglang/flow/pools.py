@@ -9,6 +9,7 @@ resolve_max_num_reqs, then what mem_cache/memory_pool.py allocates (alloc.py) an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from servefit._plan.schema import PerRank, Pools
@@ -90,6 +91,10 @@ def size_pools(
     lay = layout(model, v, env, rules)
     b = profile_available(model, v, memory, lay, env, rules)
     tok = token_pool(model, v, env, lay, b, rules)
+    if tok.error == NOT_ENOUGH and rules.not_enough_names_fraction:
+        # MemoryPoolConfig.__post_init__ appends the fraction it was given
+        suffix = f" Current value: mem_fraction_static={v['mem_fraction_static']}"
+        tok = replace(tok, error=NOT_ENOUGH + suffix)
     error, kind = tok.error, tok.error_kind
     reqs = Requests()
     if error is None:
@@ -105,9 +110,9 @@ def size_pools(
             "serving time. Lower --context-length, raise --mem-fraction-static, or free memory "
             "taken before the pool is sized.",
         )
-    alloc = allocate(model, v, lay, b, tok, reqs.R, ok=error is None)
+    alloc = allocate(model, v, lay, b, tok, reqs.R, ok=error is None, rules=rules)
     p = Pass(model, v, memory, lay, b, tok, reqs, alloc, error, kind, notes)
-    return _sizing(p, _warnings(p, rules))
+    return _sizing(p, _warnings(p, rules), rules)
 
 
 def token_pool(
@@ -149,8 +154,13 @@ def resolve_max_num_reqs(
     cost, ctx = lay.cost, lay.ctx
     estimated = max(min(int(tokens / ctx * 512), 4096), 2048)
     mrr = v["max_running_requests"]
-    if mrr is not None:
-        requested: int | None = requested_per_worker(v, rules)
+    if mrr is not None and rules.explicit_mrr_cap == "estimate":
+        # model_runner_kv_cache_mixin.py:_resolve_max_num_reqs: min(mrr // dp, estimate), no warning
+        requested: int | None = None
+        reqs = min(mrr // v["attn_dp_size"], estimated)
+        reason = "max_running_requests" if reqs < estimated else f"default estimate {estimated}"
+    elif mrr is not None:
+        requested = requested_per_worker(v, rules)
         reqs = min(requested, tokens // 2)
         reason = "max_running_requests" if reqs == requested else "KV tokens // 2"
     else:
@@ -176,7 +186,9 @@ def resolve_max_num_reqs(
                 "or --max-mamba-cache-size, or halve the state size with --mamba-ssm-dtype bfloat16."
             )
         reqs = min(reqs, cap)
-        if reqs <= 0:
+        # the hybrid-state RuntimeError came with the joint solve; before it the scheduler's
+        # assertion below fails instead
+        if reqs <= 0 and rules.spec_reserve != "upfront":
             return Requests(
                 reqs,
                 reason,
@@ -219,7 +231,7 @@ def _warnings(p: Pass, rules: Rules) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _sizing(p: Pass, warnings: tuple[str, ...]) -> Sizing:
+def _sizing(p: Pass, warnings: tuple[str, ...], rules: Rules) -> Sizing:
     consumer, detail = logs.culprit(p.b, p.error_kind) if p.error else (None, None)
     split = p.tok.split
     if split is not None and split.error:
@@ -237,7 +249,7 @@ def _sizing(p: Pass, warnings: tuple[str, ...]) -> Sizing:
         error_consumer=consumer,
         error_detail=detail,
         consumers=tuple(logs.consumers(p)),
-        log_lines=tuple(logs.log_lines(p)),
+        log_lines=tuple(logs.log_lines(p, rules)),
         warnings=warnings,
         extra=_extra(p),
     )

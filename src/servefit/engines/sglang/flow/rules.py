@@ -12,7 +12,7 @@ only where it differs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.engines.base import LogFeature
@@ -56,7 +56,9 @@ class Rules:
     # speculative intermediate state and the state pool are taken from the budget.
     # "joint": K solved jointly with the intermediate state, K x per_req and capped x D x
     # per_req reserved; "joint_padded": the same with the pools' +1 padding slot in the solve
-    # and in every reservation ((K + 1) x per_req, (capped + 1) x D x per_req)
+    # and in every reservation ((K + 1) x per_req, (capped + 1) x D x per_req); "upfront"
+    # (model_runner_kv_cache_mixin.py:handle_max_mamba_cache before 0.5.13): mrr x D x per_req
+    # taken from the budget first, K from the rest, K x per_req reserved, no K > 0 check
     spec_reserve: str = "joint_padded"
     # _handle_max_mamba_cache: per_req charged at the largest PP stage's share of the recurrent
     # layers (stage_per_req); False: every recurrent layer's, on each stage
@@ -89,3 +91,62 @@ class Rules:
     pp_prefill_graph_cap: bool = True
     # resolve_max_num_reqs / _handle_max_mamba_cache: max(1, mrr // attn_dp); False: mrr // attn_dp
     mrr_floor_one: bool = True
+
+    # --- switches of the releases before 0.5.16 (defaults: the newest release's behaviour) -----
+    # attribute names the flow reads (0.5.23 spelling) that this release spells otherwise
+    # (ServerArgs fields: 0.5.10-0.5.13 cuda_graph_max_bs, cuda_graph_bs, mamba_scheduler_strategy)
+    flow_names: Mapping[str, str] = field(default_factory=dict)
+    # DP attention: "attn_dp_size" (parallel_hook.py:handle_deprecated_dp_attention maps
+    # --enable-dp-attention --dp-size N to --attn-dp-size N) | "flag" (server_args.py: the
+    # attention DP degree is dp_size while enable_dp_attention is set; no attn_dp_size field)
+    dp_attention: str = "attn_dp_size"
+    # the mamba radix-cache pass: "resolution" (server_args.py:_handle_mamba_radix_cache(model_arch)
+    # / overrides.py:_mamba_radix_cache_resolution: auto -> extra_buffer with overlap or paging)
+    # | "handler" (server_args.py:_handle_missing_default_values turns auto into no_buffer, then
+    # _handle_model_specific_adjustments calls _handle_mamba_radix_cache per architecture)
+    mamba_radix_cache: str = "resolution"
+    # "handler": architectures passed support_mamba_cache=False (radix cache turned off)
+    radix_unsupported_archs: frozenset[str] = frozenset()
+    # "handler": spec + no_buffer + radix cache: "error" (ValueError) | "error_cuda" (ROCm turns
+    # the radix cache off instead)
+    spec_no_buffer_radix: str = "error_cuda"
+    # "handler": the ValueError text for extra_buffer with --disable-radix-cache
+    extra_buffer_no_radix: str = (
+        "mamba extra_buffer is not compatible with --disable-radix-cache. Overlap scheduling is "
+        "already supported with no_buffer + disable_radix_cache. Please use "
+        "--mamba-scheduler-strategy no_buffer instead."
+    )
+    # "handler": no_buffer with the radix cache forces page_size 1 (with a warning)
+    no_buffer_page_one: bool = True
+    # "handler": --linear-attn-decode-backend flashinfer + no_buffer is a ValueError
+    flashinfer_gdn_no_buffer_error: bool = False
+    # environ.py:SGLANG_ENABLE_SPEC_V2 default; None: no spec v1 (EAGLE keeps the overlap schedule)
+    spec_v2_default: bool | None = None
+    # _handle_gpu_memory_settings: MiB reserved for the draft model and its graphs
+    # (EAGLE / EAGLE3, STANDALONE); 0 where the draft weights are profiled instead
+    eagle_reserve_mib: int = 0
+    standalone_reserve_mib: int = 0
+    # the prefill CUDA graph the memory heuristic counts: "breakable" (cuda_graph_hook.py) |
+    # "piecewise" (server_args.py:_handle_piecewise_cuda_graph, disable_piecewise_cuda_graph)
+    prefill_graph: str = "breakable"
+    # "breakable": which rules turn it off: "cuda_graph_hook" | "server_args"
+    # (server_args.py:_disable_breakable_cudagraph_if_incompatible: MLA, LoRA, a2a, DP attention,
+    # multimodal)
+    breakable_rules: str = "cuda_graph_hook"
+    # "piecewise": configs/model_config.py:piecewise_cuda_graph_disabled_model_archs
+    piecewise_off_archs: frozenset[str] = frozenset()
+    # resolve_max_num_reqs with an explicit --max-running-requests: "tokens_half"
+    # (min(mrr, tokens // 2) + "was reduced" warning) | "estimate" (min(mrr // dp, estimate))
+    explicit_mrr_cap: str = "tokens_half"
+    # _profile_available_bytes: the "Loaded weights leave no GPU memory" ValueError
+    budget_error: bool = True
+    # MemoryPoolConfig.__post_init__: "Not enough memory" names the fraction
+    not_enough_names_fraction: bool = False
+    # Scheduler.init_model_worker loads the draft before the pools (draft weights in the budget)
+    draft_before_pools: bool = True
+    # memory_pool.py:ReqToTokenPool.__init__ allocates size + 1 rows
+    req_to_token_extra_row: bool = True
+    # mem_cache/common.py:get_req_to_token_extra_context_len (paged speculative extra)
+    req_to_token_paged_extra: bool = True
+    # memory_pool.py:conv_window_dedup_enabled
+    conv_window_dedup: bool = True

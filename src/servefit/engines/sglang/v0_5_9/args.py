@@ -12,7 +12,7 @@ from typing import Any
 from servefit.engines.base import ResolvedArgs
 from servefit.engines.recorder import Recorder
 from servefit.engines.sglang import common
-from servefit.errors import UnsupportedModelError
+from servefit.errors import EngineRejection, UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 
@@ -139,6 +139,31 @@ def is_multimodal(model: ModelSpec, v: dict[str, Any]) -> bool:
     return bool(enable) and model.architecture in MULTIMODAL_ARCHS
 
 
+def _check_nemotron_h_layout(model: ModelSpec) -> None:
+    """configs/nemotron_h.py:NemotronHConfig.__init__ (0.5.9) reads the layer layout only from
+    hybrid_override_pattern (default: a 52-layer pattern, num_hidden_layers default 52) and
+    asserts the two agree; Nemotron-3 configs that give it as layers_block_type (read from
+    0.5.10 on, NemotronHConfig._resolve_layers_block_type) get the default layout, whose
+    modules do not match the checkpoint's weights."""
+    raw = model.raw_config
+    if model.architecture != "NemotronHForCausalLM" or "hybrid_override_pattern" in raw:
+        return
+    if raw.get("layers_block_type") is None:
+        return
+    layers = raw.get("num_hidden_layers", 52)
+    if layers != 52:
+        raise EngineRejection(
+            "AssertionError: hybrid_override_pattern must have same length as num_hidden_layers "
+            "(SGLang 0.5.9 does not read layers_block_type; 0.5.10 does)"
+        )
+    raise EngineRejection(
+        f"SGLang 0.5.9 cannot load {model.name}: its config gives the layer layout as "
+        "layers_block_type, which 0.5.9's NemotronHConfig does not read (it reads "
+        "hybrid_override_pattern, default a 52-layer pattern), so the model it builds does not "
+        f"match the checkpoint's {len(raw['layers_block_type'])} layers; SGLang 0.5.10 reads it"
+    )
+
+
 def resolve_args(
     model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
 ) -> ResolvedArgs:
@@ -151,6 +176,8 @@ def resolve_args(
             f"({', '.join(sorted(set(model.mixer(i).kind for i in model.recurrent_layer_ids)))} layers); "
             "it cannot serve this model"
         )
+
+    _check_nemotron_h_layout(model)
 
     # _handle_missing_default_values: "auto" -> "no_buffer" (extra_buffer not yet the default).
     if v["mamba_scheduler_strategy"] == "auto":
