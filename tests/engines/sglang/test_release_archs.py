@@ -41,8 +41,12 @@ def test_nemotron3_layers_block_type_cannot_load_on_0_5_9():
     )
     assert "hybrid_override_pattern" not in model.raw_config
     assert len(model.raw_config["layers_block_type"]) == 108
+    # refused with the architecture, before anything resolves (Profile.check_model), so
+    # `servefit models` does not list 0.5.9 among the releases that serve it
+    prof = v0_5_9.PROFILE
     with pytest.raises(EngineRejection, match="0.5.9 cannot load .*108 layers"):
-        v0_5_9.resolve_args(model, gpus("H200", 143771, 8), {"tp_size": 8}, {})
+        prof.check_model(model, prof.parallel_sizes({"tp_size": 8}))
+    v0_5_10.PROFILE.check_model(model, prof.parallel_sizes({"tp_size": 8}))
     resolved = v0_5_10.resolve_args(model, gpus("H200", 143771, 8), {"tp_size": 8}, {})
     assert resolved.error is None
 
@@ -53,4 +57,5 @@ def test_nemotron3_with_pattern_loads_on_0_5_9():
         "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json",
         "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
     )
+    v0_5_9.PROFILE.check_model(model, v0_5_9.PROFILE.parallel_sizes({}))
     assert v0_5_9.resolve_args(model, gpus("H200", 143771, 1), {}, {}).error is None

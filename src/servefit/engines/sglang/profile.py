@@ -10,7 +10,7 @@ here: the parallel layout, the checks made before memory profiling, the memory i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -62,8 +62,11 @@ def declare(
     size_pools: SizePools,
     log_format: frozenset[LogFeature],
     renames: Mapping[str, str] | None = None,
+    check_config: Callable[[ModelSpec], None] | None = None,
 ) -> Profile:
-    """The Profile of SGLang `version`, whose package provides its resolution and sizing."""
+    """The Profile of SGLang `version`, whose package provides its resolution and sizing;
+    `check_config`: a config the release cannot load (EngineRejection), checked with the
+    architecture before anything is resolved."""
     renamed = dict(renames or {})
     flags = load_flags(version)
     archs = read_architectures(__package__, version)
@@ -76,7 +79,7 @@ def declare(
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
-        check_model=partial(check_model, version, archs),
+        check_model=partial(check_model, version, archs, check_config),
         resolve_args=resolve_args,
         memory_inputs=memory_inputs,
         size_pools=size_pools,
@@ -151,10 +154,16 @@ def _check_ranges(args: dict[str, Any]) -> None:
 
 
 def check_model(
-    version: str, architectures: frozenset[str], model: ModelSpec, sizes: ParallelSizes
+    version: str,
+    architectures: frozenset[str],
+    check_config: Callable[[ModelSpec], None] | None,
+    model: ModelSpec,
+    sizes: ParallelSizes,
 ) -> None:
     """What SGLang `version` refuses before it profiles memory (EngineRejection)."""
     check_architecture(version, architectures, model)
+    if check_config is not None:
+        check_config(model)
     check_heads_divisible(model, sizes.attn_tp)
 
 

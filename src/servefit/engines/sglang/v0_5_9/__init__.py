@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from servefit.engines.base import LogFeature
 from servefit.engines.sglang.profile import declare
-from servefit.engines.sglang.v0_5_9.args import resolve_args
+from servefit.engines.sglang.v0_5_9.args import check_nemotron_h_layout, resolve_args
 from servefit.engines.sglang.v0_5_9.pools import size_pools
 
 ENGINE = "sglang"
@@ -15,6 +15,7 @@ PROFILE = declare(
     resolve_args=resolve_args,
     size_pools=size_pools,
     log_format=frozenset({LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY, LogFeature.LOAD_END_DTYPE}),
+    check_config=check_nemotron_h_layout,
 )
 FLAGS = PROFILE.flags
 

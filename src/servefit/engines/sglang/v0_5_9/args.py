@@ -139,7 +139,7 @@ def is_multimodal(model: ModelSpec, v: dict[str, Any]) -> bool:
     return bool(enable) and model.architecture in MULTIMODAL_ARCHS
 
 
-def _check_nemotron_h_layout(model: ModelSpec) -> None:
+def check_nemotron_h_layout(model: ModelSpec) -> None:
     """configs/nemotron_h.py:NemotronHConfig.__init__ (0.5.9) reads the layer layout only from
     hybrid_override_pattern (default: a 52-layer pattern, num_hidden_layers default 52) and
     asserts the two agree; Nemotron-3 configs that give it as layers_block_type (read from
@@ -176,8 +176,6 @@ def resolve_args(
             f"({', '.join(sorted(set(model.mixer(i).kind for i in model.recurrent_layer_ids)))} layers); "
             "it cannot serve this model"
         )
-
-    _check_nemotron_h_layout(model)
 
     # _handle_missing_default_values: "auto" -> "no_buffer" (extra_buffer not yet the default).
     if v["mamba_scheduler_strategy"] == "auto":
