@@ -60,6 +60,36 @@ class _Token:
 # --------------------------------------------------------------------------------------------
 
 
+def _double_quoted(command: str, i: int) -> tuple[str, int]:
+    """The text of the "..." starting at command[i] (backslash keeps its POSIX meaning only
+    before " \\ $ ` and newline) and the index after the closing quote."""
+    out: list[str] = []
+    i, n = i + 1, len(command)
+    while i < n and command[i] != '"':
+        if command[i] == "\\" and i + 1 < n and command[i + 1] in '"\\$`\n':
+            if command[i + 1] != "\n":
+                out.append(command[i + 1])
+            i += 2
+            continue
+        out.append(command[i])
+        i += 1
+    if i >= n:
+        raise ArgumentError('unterminated " quote in the launch command')
+    return "".join(out), i + 1
+
+
+def _control_operator_end(command: str, i: int) -> int:
+    """End of the & | ; operator at command[i]: && || |& ;; &> &>> are one token."""
+    c, j, n = command[i], i + 1, len(command)
+    if j < n and (command[j] == c or (c == "|" and command[j] == "&")):
+        j += 1
+    elif c == "&" and j < n and command[j] == ">":  # &> and &>>
+        j += 1
+        if j < n and command[j] == ">":
+            j += 1
+    return j
+
+
 def _shell_tokens(command: str) -> list[_Token]:
     """POSIX-shell words and operators. Quotes are removed; operators are never quoted."""
     tokens: list[_Token] = []
@@ -94,19 +124,9 @@ def _shell_tokens(command: str) -> list[_Token]:
             i = j + 1
             continue
         if c == '"':
-            i += 1
-            while i < n and command[i] != '"':
-                if command[i] == "\\" and i + 1 < n and command[i + 1] in '"\\$`\n':
-                    if command[i + 1] != "\n":
-                        word.append(command[i + 1])
-                    i += 2
-                    continue
-                word.append(command[i])
-                i += 1
-            if i >= n:
-                raise ArgumentError('unterminated " quote in the launch command')
+            text, i = _double_quoted(command, i)
+            word.append(text)
             in_word = True
-            i += 1
             continue
         if c == "#" and not in_word:  # comment to end of line
             while i < n and command[i] != "\n":
@@ -137,13 +157,7 @@ def _shell_tokens(command: str) -> list[_Token]:
             continue
         if c in "&|;":
             end_word()
-            j = i + 1
-            if j < n and (command[j] == c or (c == "|" and command[j] == "&")):
-                j += 1
-            elif c == "&" and j < n and command[j] == ">":  # &> and &>>
-                j += 1
-                if j < n and command[j] == ">":
-                    j += 1
+            j = _control_operator_end(command, i)
             tokens.append(_Token(command[i:j], op=True))
             i = j
             continue
