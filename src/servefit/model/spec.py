@@ -106,6 +106,20 @@ class ModelSpec:
     def mixer(self, index: int) -> Mixer | None:
         return self.layers[index].mixer
 
+    def attention_mixer(self, index: int) -> AttentionMixer:
+        """The KV-caching mixer of layer `index` (one of attention_layer_ids / layer_ids)."""
+        for m in self.layers[index].mixers:
+            if isinstance(m, AttentionMixer):
+                return m
+        raise ValueError(f"layer {index} of {self.name} has no attention mixer")
+
+    def recurrent_mixer(self, index: int) -> RecurrentMixer:
+        """The state-keeping mixer of layer `index` (one of recurrent_layer_ids)."""
+        for m in self.layers[index].mixers:
+            if isinstance(m, RecurrentMixer):
+                return m
+        raise ValueError(f"layer {index} of {self.name} has no recurrent mixer")
+
     def first_attention(self) -> AttentionMixer | None:
         for lyr in self.layers:
             for m in lyr.mixers:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit.errors import EngineRejection
+from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES, GiB
 
@@ -214,7 +215,7 @@ def state_cost(
     ids = model.recurrent_layer_ids
     if not ids:
         return None
-    mixer = model.mixer(ids[0])
+    mixer = model.recurrent_mixer(ids[0])
     shapes = mixer.state_shapes(attn_tp)
     conv_dtype = env.get("SGLANG_MAMBA_CONV_DTYPE", "bfloat16")
     if conv_dtype not in STATE_DTYPES:
@@ -249,7 +250,7 @@ def kv_cell_size(model: ModelSpec, attn_tp: int, num_layers: int, kv_dtype: str)
     if attn is None:
         return 0
     kv_size = element_size(kv_dtype)
-    if attn.kind == "mla":
+    if isinstance(attn, MLA):
         cell = (attn.kv_lora_rank + attn.qk_rope_head_dim) * num_layers * kv_size
         if kv_dtype == "fp4_e2m1":
             cell = (

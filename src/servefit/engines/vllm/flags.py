@@ -245,15 +245,15 @@ def parse_argv(flags: tuple[VllmFlag, ...], argv: list[str]) -> ParsedArgs:
                 values[flag.dest] = converted if flag.kind == "list" else converted[0]
             result.given[flag.dest] = canonical
     for option, tree in dotted.items():
-        flag, canonical, _ = _match(index, option)
-        if flag is None:
+        dotted_flag, canonical, _ = _match(index, option)
+        if dotted_flag is None:
             result.unknown.append(option)
             continue
-        base = values.get(flag.dest)
+        base = values.get(dotted_flag.dest)
         merged = dict(base) if isinstance(base, dict) else {}
         merged.update(tree)
-        values[flag.dest] = merged
-        result.given[flag.dest] = canonical
+        values[dotted_flag.dest] = merged
+        result.given[dotted_flag.dest] = canonical
     positional = next((f for f in flags if f.positional), None)
     if positional is not None and result.positionals:
         values.setdefault(positional.dest, result.positionals[0])

@@ -19,6 +19,7 @@ Mirrors (the same in every release unless its rules say otherwise):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from servefit._plan.schema import Consumer, PerRank, Pools
@@ -59,7 +60,9 @@ def mamba_blocks(v: dict[str, Any], layout: Any, max_len: int, rules: Any) -> in
     return layout.mamba_blocks_per_request
 
 
-def one_request_bytes(model: ModelSpec, v: dict[str, Any], layout: Any, rules: Any):
+def one_request_bytes(
+    model: ModelSpec, v: dict[str, Any], layout: Any, rules: Any
+) -> Callable[[int], int]:
     """The need the release's one-request check compares with the available memory, as a
     function of the length (rules.ONE_REQUEST_NEED):
     "groups": bytes_per_block x the blocks summed over groups (_max_memory_usage_bytes_from_
@@ -262,8 +265,9 @@ def _available(
     """The KV memory of one worker and the lines the worker logs about it
     (gpu_worker.py:Worker.determine_available_memory; cpu_worker.py:CPUWorker's)."""
     fixed = v.get("kv_cache_memory_bytes")
-    if cpu:
-        return int(fixed), [cpu_platform.explicit_kv_log(int(fixed), memory.total_gib * GiB)]
+    if cpu:  # set on the CPU platform: cpu_platform.apply refuses a start without it
+        cpu_kv = int(v["kv_cache_memory_bytes"])
+        return cpu_kv, [cpu_platform.explicit_kv_log(cpu_kv, memory.total_gib * GiB)]
     if fixed:
         line = rules.kv_bytes_log(memory.pre_load_free_gib * GiB, int(fixed))
         return int(fixed), [line] if line else []

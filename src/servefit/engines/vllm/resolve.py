@@ -28,6 +28,7 @@ from servefit.engines.vllm.device import is_cpu
 from servefit.errors import ArgumentError, EngineRejection
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
+from servefit.units import DTYPE_BYTES
 
 _MTP_METHODS = {"mtp", "qwen3_next_mtp", "qwen3_5_mtp", "nemotron_h_mtp", "deepseek_mtp"}
 _NO_DRAFT_METHODS = {"ngram", "suffix", "ngram_gpu"}
@@ -353,7 +354,7 @@ def _layout(
     model: ModelSpec, gpus: GPUSet, v: dict[str, Any], changes: list[Change], rules: Rules
 ) -> KVLayout:
     tp = v["tensor_parallel_size"]
-    a1 = common.attention_bytes_per_token(model, tp, common.DTYPE_BYTES[v["_kv_dtype"]])
+    a1 = common.attention_bytes_per_token(model, tp, DTYPE_BYTES[v["_kv_dtype"]])
     attn_layers = len(model.attention_layer_ids) + v["_draft_attention_layers"]
     preferred, align = rules.block_alignment(model, gpus, v)
     block = v.get("block_size") or preferred

@@ -13,6 +13,7 @@ from servefit.engines.sglang import common
 from servefit.engines.sglang.flow import swa
 from servefit.engines.sglang.flow.records import Allocations, Budget, Layout, Tokens
 from servefit.engines.sglang.flow.rules import Rules
+from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES
 
@@ -92,7 +93,7 @@ def _target_pools(
     kv = rows * lay.target_cell
     k = vb = 0
     attn = model.first_attention()
-    if attn is not None and attn.kind != "mla":
+    if attn is not None and not isinstance(attn, MLA):
         heads = attn.kv_heads_per_rank(lay.attn_tp)
         size = common.element_size(lay.kv_dtype)
         k = rows * heads * attn.head_dim * size * lay.num_layers

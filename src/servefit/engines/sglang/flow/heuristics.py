@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from servefit.engines.sglang import common
 from servefit.engines.sglang.flow.rules import Rules
 from servefit.hardware.spec import GPUSpec
+from servefit.model.layers import FullAttention
 from servefit.model.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def default_attention_backend(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any])
             and (algo is None or topk is not None or str(algo).upper() == "DFLASH")
         ):
             attn = model.first_attention()
-            asymmetric = attn is not None and attn.head_dim != attn.v_head_dim
+            asymmetric = isinstance(attn, FullAttention) and attn.head_dim != attn.v_head_dim
             return "fa4" if asymmetric else "trtllm_mha"
         if is_hip(gpu):
             return "aiter"
@@ -79,7 +80,8 @@ def default_attention_backend(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any])
     if is_sm100(gpu):
         return "flashinfer"
     if is_hip(gpu):
-        heads = model.first_attention().num_heads // max(1, v["tp_size"])
+        mla = model.first_attention()  # an MLA layer: is_mla above
+        heads = mla.num_heads // max(1, v["tp_size"]) if mla is not None else 0
         return "aiter" if heads in (16, 128) else "triton"
     return "triton"
 

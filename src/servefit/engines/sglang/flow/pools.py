@@ -154,9 +154,9 @@ def resolve_max_num_reqs(
     cost, ctx = lay.cost, lay.ctx
     estimated = max(min(int(tokens / ctx * 512), 4096), 2048)
     mrr = v["max_running_requests"]
+    requested: int | None = None
     if mrr is not None and rules.explicit_mrr_cap == "estimate":
         # model_runner_kv_cache_mixin.py:_resolve_max_num_reqs: min(mrr // dp, estimate), no warning
-        requested: int | None = None
         reqs = min(mrr // v["attn_dp_size"], estimated)
         reason = "max_running_requests" if reqs < estimated else f"default estimate {estimated}"
     elif mrr is not None:
@@ -164,7 +164,6 @@ def resolve_max_num_reqs(
         reqs = min(requested, tokens // 2)
         reason = "max_running_requests" if reqs == requested else "KV tokens // 2"
     else:
-        requested = None
         reqs = min(estimated, tokens // 2)
         reason = (
             f"default estimate clamp(tokens/{ctx}*512, 2048, 4096) = {estimated}"

@@ -19,6 +19,7 @@ from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
 from servefit.engines.sglang.flow.rules import Rules
 from servefit.errors import ConfigError
+from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
 
@@ -163,7 +164,7 @@ def geometry(model: ModelSpec, attn_tp: int, kv_dtype: str) -> Geometry | None:
 
 def _geometry(model: ModelSpec, attn_tp: int, kv_dtype: str) -> Geometry | None:
     attn = model.first_attention()
-    if attn is None or attn.kind == "mla":
+    if attn is None or isinstance(attn, MLA):
         return None
     t = _text(model)
     swa_ids, full_ids = _layer_ids(model)
@@ -184,7 +185,9 @@ def _geometry(model: ModelSpec, attn_tp: int, kv_dtype: str) -> Geometry | None:
             total_swa_kv = total_kv
     else:  # a hand-built ModelSpec without a config: its own mixers
         hd, vhd, total_kv = attn.head_dim, attn.v_head_dim, attn.num_kv_heads
-        swa_mixer = model.mixer(swa_ids[0]) if swa_ids else attn
+        swa_mixer = model.attention_mixer(swa_ids[0]) if swa_ids else attn
+        if isinstance(swa_mixer, MLA):  # no MLA model has sliding-window layers
+            return None
         swa_hd, swa_vhd, total_swa_kv = (
             swa_mixer.head_dim,
             swa_mixer.v_head_dim,
@@ -228,7 +231,9 @@ class Split:
     error: str | None = None
 
 
-def draft_layers(model: ModelSpec, v: dict[str, Any], geo: Geometry, eagle_layers: int | None):
+def draft_layers(
+    model: ModelSpec, v: dict[str, Any], geo: Geometry, eagle_layers: int | None
+) -> tuple[int, int]:
     """HybridSWAPoolConfigurator.__init__ draft terms (EAGLE/STANDALONE target). Path-less, the
     draft config is the target's: eagle_draft_swa_num_layers = its SWA layer count
     (spec_aux_hidden_state.py:_resolve_eagle_aux_hidden_state), capped at the draft layers. With

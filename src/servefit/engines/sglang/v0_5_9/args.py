@@ -14,6 +14,7 @@ from servefit.engines.recorder import Recorder
 from servefit.engines.sglang import common
 from servefit.errors import EngineRejection, UnsupportedModelError
 from servefit.hardware.spec import GPUSet
+from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
 
 # sglang/srt/server_args.py:ServerArgs field defaults (0.5.9) for the args servefit mirrors.
@@ -173,7 +174,7 @@ def resolve_args(
     if model.is_hybrid and model.architecture not in STATE_POOL_ARCHS:
         raise UnsupportedModelError(
             f"SGLang 0.5.9 has no recurrent-state pool for {model.architecture} "
-            f"({', '.join(sorted(set(model.mixer(i).kind for i in model.recurrent_layer_ids)))} layers); "
+            f"({', '.join(sorted(set(model.recurrent_mixer(i).kind for i in model.recurrent_layer_ids)))} layers); "
             "it cannot serve this model"
         )
 
@@ -247,7 +248,7 @@ def _gpu_memory_settings(model: ModelSpec, gpu_mem: int, v: dict[str, Any], r: R
     else:
         v["cuda_graph_max_bs"] = max(v["cuda_graph_bs"])
     if v["piecewise_cuda_graph_max_tokens"] is None:
-        mla = model.first_attention() is not None and model.first_attention().kind == "mla"
+        mla = isinstance(model.first_attention(), MLA)
         v["piecewise_cuda_graph_max_tokens"] = 2048 if mla else v["chunked_prefill_size"]
     if v["mem_fraction_static"] is not None:
         return

@@ -32,8 +32,8 @@ def log_lines(s: Sized, model: ModelSpec, v: dict[str, Any], memory: MemoryInput
     if s.cost is not None:
         line = (
             f"Mamba Cache is allocated. max_mamba_cache_size: {s.K}, "
-            f"conv_state size: {f2(gib((s.K + 1) * s.cost.conv_bytes))}GB, "
-            f"ssm_state size: {f2(gib((s.K + 1) * s.cost.ssm_bytes))}GB "
+            f"conv_state size: {f2(gib((s.slots + 1) * s.cost.conv_bytes))}GB, "
+            f"ssm_state size: {f2(gib((s.slots + 1) * s.cost.ssm_bytes))}GB "
         )
         if s.spec_bytes:
             slots = (s.max_num_reqs + 1) * s.D

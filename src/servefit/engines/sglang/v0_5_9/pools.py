@@ -86,10 +86,10 @@ def _requests(s: Sized, v: dict[str, Any], ctx: int, dp: int) -> None:
     R = mrr if mrr is not None else min(max(int(s.tokens / ctx * 512), 2048), 4096)
     s.cap_reason = "max_running_requests" if mrr is not None else "default estimate"
     if s.cost is not None:
-        s.ratio = mamba_ratio(v)
-        if s.K // s.ratio < R:
-            s.cap_reason = f"mamba state cache: {s.K} slots // {s.ratio} per request"
-        R = min(R, s.K // s.ratio)
+        s.ratio = ratio = mamba_ratio(v)
+        if s.slots // ratio < R:
+            s.cap_reason = f"mamba state cache: {s.K} slots // {ratio} per request"
+        R = min(R, s.slots // ratio)
         if v["speculative_algorithm"] is not None and v["enable_dp_attention"]:
             R = min(R, mrr // dp)
     s.max_num_reqs = R
@@ -111,7 +111,7 @@ def _culprit(s: Sized) -> tuple[str, str]:
             "--mem-fraction-static for the state and KV pools"
         )
     parts = {"speculative mamba state": s.spec_reserved, "mamba state pool": s.mamba_reserved}
-    name = max(parts, key=parts.get)
+    name = max(parts, key=lambda k: parts[k])
     return name, (
         f"{name} takes {parts[name]:.2f} GiB: speculative state {s.spec_reserved:.2f} + state pool "
         f"{s.mamba_reserved:.2f} GiB exceed the {s.budget:.2f} GiB budget, leaving nothing for the KV cache"
@@ -143,8 +143,8 @@ def _split_swa(model: ModelSpec, v: dict[str, Any], attn_tp: int, s: Sized) -> t
     tokens x (F*n_full + S*n_swa) is re-split so swa_tokens = full_tokens x swa_full_tokens_ratio."""
     size = common.element_size(s.kv_dtype)
     full_ids, swa_ids = model.layer_ids("full_attention"), model.layer_ids("sliding_window")
-    F = model.mixer(full_ids[0]).kv_elems_per_token(attn_tp) * size if full_ids else 0
-    S = model.mixer(swa_ids[0]).kv_elems_per_token(attn_tp) * size
+    F = model.attention_mixer(full_ids[0]).kv_elems_per_token(attn_tp) * size if full_ids else 0
+    S = model.attention_mixer(swa_ids[0]).kv_elems_per_token(attn_tp) * size
     page, r = v["page_size"], v.get("swa_full_tokens_ratio", 0.8)
     if not full_ids:
         return s.tokens // page * page, s.tokens // page * page
@@ -176,12 +176,12 @@ def _allocate(
         size = common.element_size(s.kv_dtype)
         full_ids, swa_ids = model.layer_ids("full_attention"), model.layer_ids("sliding_window")
         s.kv_bytes = sum(
-            (n + page) * model.mixer(ids[0]).kv_elems_per_token(attn_tp) * size * len(ids)
+            (n + page) * model.attention_mixer(ids[0]).kv_elems_per_token(attn_tp) * size * len(ids)
             for n, ids in ((s.tokens, full_ids), (s.swa_tokens, swa_ids))
             if ids
         )
     if s.error is None:
-        s.mamba_bytes = (s.K + 1) * per_req if s.cost is not None else 0
+        s.mamba_bytes = (s.slots + 1) * per_req if s.cost is not None else 0
         s.spec_bytes = (R + 1) * s.D * per_req if s.cost is not None and spec else 0
         s.req_to_token_bytes = R * (v["context_len"] + 4 + s.D) * 4
     else:

@@ -43,5 +43,12 @@ class Sized:
     free_after: float = 0.0  # after the draft model too
 
     @property
+    def slots(self) -> int:
+        """K (max_mamba_cache_size), read once pools.py has sized the state pool."""
+        if self.K is None:
+            raise ValueError("the mamba state pool is not sized yet")
+        return self.K
+
+    @property
     def per_req(self) -> int:
         return self.cost.per_req if self.cost else 0

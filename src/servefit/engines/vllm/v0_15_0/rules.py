@@ -57,9 +57,9 @@ class Rules(previous.Rules):
             )
         if mode == "align":
             self.check_align(v)
-        log = self.experimental_log(mode)
-        if log:
-            logs.append(log)
+        experimental = self.experimental_log(mode)
+        if experimental:
+            logs.append(experimental)
         return mode
 
     def check_align(self, v: dict[str, Any]) -> None:

@@ -49,8 +49,9 @@ class Rules(previous.Rules):
         """Prefill-checkpoint blocks in align mode: mamba_mixer2.py (MambaMixer2.
         get_kv_cache_spec) always sets num_prefill_checkpoint_blocks=1."""
         layer = model.first_recurrent()  # GatedDeltaNet subclasses Mamba2 in servefit's layers
-        is_mamba2 = isinstance(layer, Mamba2) and not isinstance(layer, GatedDeltaNet)
-        return int(is_mamba2 and layer.n_groups != 0)
+        if not isinstance(layer, Mamba2) or isinstance(layer, GatedDeltaNet):
+            return 0
+        return int(layer.n_groups != 0)
 
     def mamba_blocks_per_request(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> int:
         """MambaSpec.max_memory_usage_bytes / page: none 1 + k; align 2 + k + the prefill
