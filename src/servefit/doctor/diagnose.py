@@ -16,10 +16,16 @@ from typing import Any
 from servefit.doctor import findings as F
 from servefit.doctor.facts import LaunchFacts, LogFacts
 from servefit.doctor.launches import arg_differences, command_args, parse_since, pick, staleness
-from servefit.doctor.schema import DoctorReport, Finding, Fix, LaunchSummary, RootCause
+from servefit.doctor.schema import (
+    DoctorReport,
+    Finding,
+    Fix,
+    LaunchSummary,
+    Replay,
+    RootCause,
+)
 
 
-# Which error explains a failure best when several were printed (lower wins).
 def diagnose(
     log: LogFacts,
     *,
@@ -81,41 +87,7 @@ def diagnose(
     rep = fix = None
     root = root_cause(launch)
     if replay:
-        from servefit.doctor.replay import fixed_command, propose_fix
-        from servefit.doctor.replay import replay as run_replay
-
-        rep, planned, rep_findings = run_replay(
-            launch, model=model, gpu=gpu, engine=engine, command_args=cmd_args
-        )
-        findings += rep_findings
-        if (
-            root is not None
-            and rep is not None
-            and rep.error_consumer
-            and root.kind == "startup_memory"
-        ):
-            consumer = next((c for c in planned[0].consumers if c.name == rep.error_consumer), None)
-            root = root.model_copy(
-                update={
-                    "consumer": rep.error_consumer,
-                    "detail": rep.error_detail,
-                    "flags": consumer.flags if consumer else root.flags,
-                }
-            )
-        failing = (root is not None and root.kind == "startup_memory") or (
-            rep is not None and rep.verdict == "fail"
-        )
-        if planned is not None and failing and planned[0].verdict == "fail":
-            fix = propose_fix(planned)
-        mismatch = any(f.code == "command_mismatch" for f in findings)
-        base_cmd = launch.command if mismatch else (command or launch.command)
-        if mismatch:
-            findings += _command_replay(launch, cmd_args, model, gpu, engine)
-        if fix is not None and base_cmd:
-            profile = rep.engine.split("==")[1] if rep and "==" in rep.engine else None
-            fix = fix.model_copy(
-                update={"command": fixed_command(base_cmd, fix, launch.engine.name or "", profile)}
-            )
+        rep, root, fix = _replayed(launch, root, findings, command, cmd_args, model, gpu, engine)
     if fix is None and root is not None and root.kind == "startup_memory":
         fix = F.fix_from_log(launch, command or launch.command)
 
@@ -132,6 +104,57 @@ def diagnose(
         replay=rep,
         launch=launch,
     )
+
+
+def _replayed(
+    launch: LaunchFacts,
+    root: RootCause | None,
+    findings: list[Finding],
+    command: str | None,
+    cmd_args: dict[str, Any] | None,
+    model: Any,
+    gpu: Any,
+    engine: str | None,
+) -> tuple[Replay | None, RootCause | None, Fix | None]:
+    """Replay the launch with the planner (doctor.replay): the consumer behind a memory failure,
+    the fix and its command; findings are appended to `findings`."""
+    from servefit.doctor.replay import fixed_command, propose_fix
+    from servefit.doctor.replay import replay as run_replay
+
+    fix = None
+    rep, planned, rep_findings = run_replay(
+        launch, model=model, gpu=gpu, engine=engine, command_args=cmd_args
+    )
+    findings += rep_findings
+    if (
+        root is not None
+        and rep is not None
+        and rep.error_consumer
+        and root.kind == "startup_memory"
+    ):
+        consumer = next((c for c in planned[0].consumers if c.name == rep.error_consumer), None)
+        root = root.model_copy(
+            update={
+                "consumer": rep.error_consumer,
+                "detail": rep.error_detail,
+                "flags": consumer.flags if consumer else root.flags,
+            }
+        )
+    failing = (root is not None and root.kind == "startup_memory") or (
+        rep is not None and rep.verdict == "fail"
+    )
+    if planned is not None and failing and planned[0].verdict == "fail":
+        fix = propose_fix(planned)
+    mismatch = any(f.code == "command_mismatch" for f in findings)
+    base_cmd = launch.command if mismatch else (command or launch.command)
+    if mismatch:
+        findings += _command_replay(launch, cmd_args, model, gpu, engine)
+    if fix is not None and base_cmd:
+        profile = rep.engine.split("==")[1] if rep and "==" in rep.engine else None
+        fix = fix.model_copy(
+            update={"command": fixed_command(base_cmd, fix, launch.engine.name or "", profile)}
+        )
+    return rep, root, fix
 
 
 def _command_replay(

@@ -259,7 +259,13 @@ def replay(
     if kv is not None:
         # the CPU worker sizes nothing at run time but the KV memory, read here from the log
         rep = rep.model_copy(update={"calibrated": True})
-    findings = []
+    return rep, (p, request), _gap_findings(launch, p, checks)
+
+
+def _gap_findings(launch: LaunchFacts, p: Any, checks: list[PoolCheck]) -> list[Finding]:
+    """Where the planner's prediction and the log disagree: pool sizes by more than 1 %, or the
+    verdict."""
+    findings: list[Finding] = []
     flagged = [c for c in checks if c.flagged]
     if flagged:
         findings.append(
@@ -296,7 +302,7 @@ def replay(
                 detail=f"predicted: {p.error}. Possible planner error.",
             )
         )
-    return rep, (p, request), findings
+    return findings
 
 
 def _summary(p, args, notes, P, W, ref, checks) -> Replay:

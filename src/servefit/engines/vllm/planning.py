@@ -20,6 +20,7 @@ Mirrors (the same in every release unless its rules say otherwise):
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from servefit._plan.schema import Consumer, PerRank, Pools
@@ -32,7 +33,7 @@ from servefit.model.spec import ModelSpec
 from servefit.units import GiB
 
 if TYPE_CHECKING:
-    from servefit.engines.vllm.resolve import KVLayout
+    pass
 
 
 # One release's rules object (v0_10_0/rules.py:Rules or a subclass): every hook asked here is
@@ -88,6 +89,25 @@ def one_request_bytes(
     )
 
 
+@dataclass
+class _Run:
+    """What `size` works out for one worker, in the engine's order; _sizing reads it."""
+
+    nonkv: profiling.NonKV
+    cg_on: bool  # the CUDA-graph memory estimate is subtracted
+    requested: int  # bytes: gpu_memory_utilization x total
+    logs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    available: int = 0  # bytes for the KV cache
+    num_blocks: int = 0
+    per_req: int = 0  # blocks one max_model_len request needs
+    concurrency: float = 0.0
+    tokens: int = 0
+    error: str | None = None
+    consumer: str | None = None
+    detail: str | None = None
+
+
 def size(
     model: ModelSpec,
     gpus: GPUSet,
@@ -99,10 +119,7 @@ def size(
     layout = v["_layout"]
     util = v["gpu_memory_utilization"]
     total_b = memory.total_gib * GiB
-    requested = rules.requested_memory(total_b, util)
     free_b = memory.pre_load_free_gib * GiB
-    logs: list[str] = []
-    warnings: list[str] = []
     cpu = is_cpu(gpus.gpu)
 
     nonkv, notes = profiling.estimate(
@@ -115,113 +132,124 @@ def size(
         sampler_rank=True,
         graphs_per_mode=v["_graphs"],
     )
-    warnings += notes
-    cg_on = v["_estimate_cudagraphs"] and bool(v["_graphs"])
-    bpb = layout.bytes_per_block
-    mml = v["max_model_len"]
-    needed = one_request_bytes(model, v, layout, rules)
-
-    error = consumer = detail = None
-    num_blocks = 0
-    available = 0
-    if not cpu and free_b < requested:
-        error = rules.free_memory_error(free_b, total_b, util, requested)
-        consumer = "memory in use before vLLM starts"
-        detail = (
+    run = _Run(
+        nonkv,
+        cg_on=v["_estimate_cudagraphs"] and bool(v["_graphs"]),
+        requested=rules.requested_memory(total_b, util),
+        warnings=list(notes),
+    )
+    if not cpu and free_b < run.requested:
+        run.error = rules.free_memory_error(free_b, total_b, util, run.requested)
+        run.consumer = "memory in use before vLLM starts"
+        run.detail = (
             f"{memory.pre_load_free_gib:.2f} GiB free at start-up < {util} x "
             f"{memory.total_gib:.2f} GiB requested"
         )
     else:
-        block_lines = _block_lines(layout)
-        if not rules.BLOCK_LINES_AFTER_LOAD:  # config time, before the weights load
-            logs += block_lines
-        # gpu_model_runner.py:load_model, then (0.20.0 on) update_block_size_for_backend
-        logs.append(rules.model_loading_log((memory.weights_gib + memory.draft_weights_gib) * GiB))
-        if rules.BLOCK_LINES_AFTER_LOAD:
-            logs += block_lines
-        layout_line = rules.kv_layout_log(gpus)  # the engine core, before the workers profile
-        if layout_line:
-            logs.append(layout_line)
-        available, budget_logs = _available(v, memory, nonkv, cg_on, requested, cpu, rules)
-        logs += budget_logs
-        logs += list(layout.grouping.padding_logs)
-        draft_line = rules.draft_group_log(model, v)
-        if draft_line:
-            logs.append(draft_line)
-        if v.get("num_gpu_blocks_override") is not None:
-            logs.append(
-                f"Overriding num_gpu_blocks={max(available, 0) // bpb} with "
-                f"num_gpu_blocks_override={v['num_gpu_blocks_override']}"
-            )
-            available = v["num_gpu_blocks_override"] * bpb
-        check = available - bpb if rules.NULL_BLOCK_IN_CHECK else available
-        if v["_auto_fit_max_model_len"]:  # runs before the checks (get_kv_cache_configs)
-            fit = common.estimate_max_model_len(needed, check, mml)
-            if fit <= 0:
-                error = (
-                    "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available "
-                    "to serve even a single token. Try increasing `gpu_memory_utilization`."
-                )
-            elif fit < mml:
-                logs.append(
-                    f"Auto-fit max_model_len: reduced from {mml} to {fit} to fit in "
-                    f"available GPU memory ({format_gib(available)} GiB available for KV cache)"
-                )
-                mml = v["max_model_len"] = fit
-            else:
-                logs.append(
-                    f"Auto-fit max_model_len: full model context length {mml} fits in "
-                    "available GPU memory"
-                )
-        if error is None and check <= 0:
-            error = rules.no_memory_error()
-        elif error is None and needed(mml) > check:
-            est = common.estimate_max_model_len(needed, check, mml)
-            error = rules.max_seq_len_error(mml, needed(mml), check, est)
-            consumer = "KV cache of one request at max_model_len"
-            detail = (
-                f"{needed(mml) / GiB:.2f} GiB for one {mml:,}-token request > "
-                f"{check / GiB:.2f} GiB available; longest that fits: {est:,} tokens"
-            )
-        if error == rules.no_memory_error() or (error and consumer is None and "auto-fit" in error):
-            consumer, detail = _largest_consumer(nonkv, cg_on, requested)
-    per_req = blocks_per_request(v, layout, mml, rules)
-    concurrency = 0.0
-    tokens = 0
-    if error is None:
-        num_blocks = available // bpb
-        if v.get("num_gpu_blocks_override") is not None:
-            num_blocks = v["num_gpu_blocks_override"]
-        concurrency = num_blocks / per_req
-        tokens = rules.capacity_tokens(
-            num_blocks, layout.grouping.num_groups, _min_block(v, layout), concurrency, mml
+        _kv_memory(run, model, gpus, v, memory, cpu, rules)
+    mml = v["max_model_len"]  # after the auto-fit
+    run.per_req = blocks_per_request(v, layout, mml, rules)
+    if run.error is None:
+        _capacity(run, model, v, layout, rules)
+    if run.error:
+        run.logs.append(run.error)
+    return _sizing(model, v, memory, layout, run)
+
+
+def _kv_memory(
+    run: _Run,
+    model: ModelSpec,
+    gpus: GPUSet,
+    v: dict[str, Any],
+    memory: MemoryInputs,
+    cpu: bool,
+    rules: PlanningRules,
+) -> None:
+    """The KV memory after the weights load and the profile run, and the checks on it
+    (kv_cache_utils.py:get_kv_cache_configs / _check_enough_kv_cache_memory)."""
+    layout, logs = v["_layout"], run.logs
+    bpb = layout.bytes_per_block
+    mml = v["max_model_len"]
+    needed = one_request_bytes(model, v, layout, rules)
+    block_lines = _block_lines(layout)
+    if not rules.BLOCK_LINES_AFTER_LOAD:  # config time, before the weights load
+        logs += block_lines
+    # gpu_model_runner.py:load_model, then (0.20.0 on) update_block_size_for_backend
+    logs.append(rules.model_loading_log((memory.weights_gib + memory.draft_weights_gib) * GiB))
+    if rules.BLOCK_LINES_AFTER_LOAD:
+        logs += block_lines
+    layout_line = rules.kv_layout_log(gpus)  # the engine core, before the workers profile
+    if layout_line:
+        logs.append(layout_line)
+    available, budget_logs = _available(v, memory, run.nonkv, run.cg_on, run.requested, cpu, rules)
+    logs += budget_logs
+    logs += list(layout.grouping.padding_logs)
+    draft_line = rules.draft_group_log(model, v)
+    if draft_line:
+        logs.append(draft_line)
+    if v.get("num_gpu_blocks_override") is not None:
+        logs.append(
+            f"Overriding num_gpu_blocks={max(available, 0) // bpb} with "
+            f"num_gpu_blocks_override={v['num_gpu_blocks_override']}"
         )
-        workers = v["tensor_parallel_size"] * v["pipeline_parallel_size"]
-        logs += rules.capacity_logs(tokens, mml, concurrency, v["_device"], workers)
-        logs += rules.group_block_logs(_group_block_sizes(model, v, layout))
-        error, consumer, detail, seq_logs = _mamba_seqs_check(model, v, num_blocks, bpb, rules)
-        logs += seq_logs
-    if error:
-        logs.append(error)
-    return _sizing(
-        model,
-        v,
-        memory,
-        layout,
-        nonkv,
-        cg_on,
-        requested,
-        available,
-        num_blocks,
-        per_req,
-        concurrency,
-        tokens,
-        logs,
-        warnings,
-        error,
-        consumer,
-        detail,
+        available = v["num_gpu_blocks_override"] * bpb
+    run.available = available
+    check = available - bpb if rules.NULL_BLOCK_IN_CHECK else available
+    error = consumer = detail = None
+    if v["_auto_fit_max_model_len"]:  # runs before the checks (get_kv_cache_configs)
+        fit = common.estimate_max_model_len(needed, check, mml)
+        if fit <= 0:
+            error = (
+                "ValueError: Cannot auto-fit max_model_len: not enough GPU memory available "
+                "to serve even a single token. Try increasing `gpu_memory_utilization`."
+            )
+        elif fit < mml:
+            logs.append(
+                f"Auto-fit max_model_len: reduced from {mml} to {fit} to fit in "
+                f"available GPU memory ({format_gib(available)} GiB available for KV cache)"
+            )
+            mml = v["max_model_len"] = fit
+        else:
+            logs.append(
+                f"Auto-fit max_model_len: full model context length {mml} fits in "
+                "available GPU memory"
+            )
+    if error is None and check <= 0:
+        error = rules.no_memory_error()
+    elif error is None and needed(mml) > check:
+        est = common.estimate_max_model_len(needed, check, mml)
+        error = rules.max_seq_len_error(mml, needed(mml), check, est)
+        consumer = "KV cache of one request at max_model_len"
+        detail = (
+            f"{needed(mml) / GiB:.2f} GiB for one {mml:,}-token request > "
+            f"{check / GiB:.2f} GiB available; longest that fits: {est:,} tokens"
+        )
+    if error == rules.no_memory_error() or (error and consumer is None and "auto-fit" in error):
+        consumer, detail = _largest_consumer(run.nonkv, run.cg_on, run.requested)
+    run.error, run.consumer, run.detail = error, consumer, detail
+
+
+def _capacity(
+    run: _Run, model: ModelSpec, v: dict[str, Any], layout: Any, rules: PlanningRules
+) -> None:
+    """Blocks, concurrency and token capacity of a start that fits, the lines the engine logs
+    about them, and the Mamba max_num_seqs check."""
+    mml = v["max_model_len"]
+    num_blocks = run.available // layout.bytes_per_block
+    if v.get("num_gpu_blocks_override") is not None:
+        num_blocks = v["num_gpu_blocks_override"]
+    run.num_blocks = num_blocks
+    run.concurrency = num_blocks / run.per_req
+    run.tokens = rules.capacity_tokens(
+        num_blocks, layout.grouping.num_groups, _min_block(v, layout), run.concurrency, mml
     )
+    workers = v["tensor_parallel_size"] * v["pipeline_parallel_size"]
+    run.logs += rules.capacity_logs(run.tokens, mml, run.concurrency, v["_device"], workers)
+    run.logs += rules.group_block_logs(_group_block_sizes(model, v, layout))
+    run.error, run.consumer, run.detail, seq_logs = _mamba_seqs_check(
+        model, v, num_blocks, layout.bytes_per_block, rules
+    )
+    run.logs += seq_logs
 
 
 def _block_lines(layout: Any) -> list[str]:
@@ -369,25 +397,11 @@ def _largest_consumer(nonkv: profiling.NonKV, cg_on: bool, requested: int) -> tu
 
 
 def _sizing(
-    model: ModelSpec,
-    v: dict[str, Any],
-    memory: MemoryInputs,
-    layout: KVLayout,
-    nonkv: profiling.NonKV,
-    cg_on: bool,
-    requested: int,
-    available: int,
-    num_blocks: int,
-    per_req: int,
-    concurrency: float,
-    tokens: int,
-    logs: list[str],
-    warnings: list[str],
-    error: str | None,
-    consumer: str | None,
-    detail: str | None,
+    model: ModelSpec, v: dict[str, Any], memory: MemoryInputs, layout: Any, run: _Run
 ) -> Sizing:
     """The `Sizing` of what `size` worked out: pools, per-rank memory, consumers, verdict."""
+    nonkv, cg_on, error = run.nonkv, run.cg_on, run.error
+    num_blocks, per_req = run.num_blocks, run.per_req
     g = layout.grouping
     bpb = layout.bytes_per_block
     pool = num_blocks * bpb
@@ -415,6 +429,32 @@ def _sizing(
         reserved_gib=nonkv.activation + nonkv.non_torch + (nonkv.cudagraph if cg_on else 0.0),
         free_gib=free_after,
     )
+    pools = _pools(model, v, layout, run)
+    consumers = _consumers(layout, nonkv, cg_on, loaded, num_blocks)
+    return Sizing(
+        pools=pools,
+        per_rank=per_rank,
+        error=error,
+        error_consumer=run.consumer if error else None,
+        error_detail=run.detail if error else None,
+        consumers=tuple(sorted(consumers, key=lambda c: -c.gib)),
+        log_lines=tuple(run.logs),
+        warnings=tuple(run.warnings),
+        extra={
+            "requested_gib": run.requested / GiB,
+            "bytes_per_block": bpb,
+            "blocks_per_request": per_req,
+            "non_kv_gib": nonkv.total(cg_on),
+            "activation_phase": nonkv.activation_phase,
+        },
+    )
+
+
+def _pools(model: ModelSpec, v: dict[str, Any], layout: Any, run: _Run) -> Pools:
+    """The pools of the plan: KV blocks, Mamba state per request and how it is counted."""
+    g = layout.grouping
+    num_blocks, error, concurrency = run.num_blocks, run.error, run.concurrency
+    available, tokens = run.available, run.tokens
     mamba_layers = len(model.recurrent_layer_ids)
     k = v["num_speculative_tokens"]
     sizing = None
@@ -428,7 +468,7 @@ def _sizing(
         sizing += (
             f"; {g.mamba_groups} Mamba group(s) x {per}, {g.attention_groups} attention group(s)"
         )
-    pools = Pools(
+    return Pools(
         budget_gib=available / GiB,
         kv_budget_gib=available / GiB,
         kv_bytes_per_token=g.attention_groups * g.group_size * layout.attn_page_1_token,
@@ -450,7 +490,15 @@ def _sizing(
         mamba_blocks=num_blocks if (g.mamba_groups and num_blocks) else None,
         max_concurrency=concurrency if num_blocks else None,
     )
-    consumers = [
+
+
+def _consumers(
+    layout: Any, nonkv: profiling.NonKV, cg_on: bool, loaded: float, num_blocks: int
+) -> list[Consumer]:
+    """What takes the worker's memory, each with the flags that move it."""
+    g, bpb = layout.grouping, layout.bytes_per_block
+    pool = num_blocks * bpb
+    return [
         Consumer(name="weights", gib=loaded, formula="Model loading took (target + MTP layers)"),
         Consumer(
             name=f"activation peak ({nonkv.activation_phase})",
@@ -475,20 +523,3 @@ def _sizing(
             flags=["--gpu-memory-utilization", "--max-model-len", "--kv-cache-dtype"],
         ),
     ]
-    return Sizing(
-        pools=pools,
-        per_rank=per_rank,
-        error=error,
-        error_consumer=consumer if error else None,
-        error_detail=detail if error else None,
-        consumers=tuple(sorted(consumers, key=lambda c: -c.gib)),
-        log_lines=tuple(logs),
-        warnings=tuple(warnings),
-        extra={
-            "requested_gib": requested / GiB,
-            "bytes_per_block": bpb,
-            "blocks_per_request": per_req,
-            "non_kv_gib": nonkv.total(cg_on),
-            "activation_phase": nonkv.activation_phase,
-        },
-    )

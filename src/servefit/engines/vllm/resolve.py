@@ -117,6 +117,52 @@ def resolve(
     # the attention backend the user forces (envs.py / --attention-backend, 0.13.0 on)
     v["_env_attention_backend"] = env.get("VLLM_ATTENTION_BACKEND") or v.get("attention_backend")
 
+    _memory_and_length(model, v, env, rules)
+
+    _speculative(model, v, warnings)
+
+    if v.get("enable_chunked_prefill") is None:
+        v["enable_chunked_prefill"] = True  # ModelConfig.is_chunked_prefill_supported (generate)
+    if v.get("enable_prefix_caching") is None:
+        on, why = rules.prefix_caching_default(model)
+        v["enable_prefix_caching"] = on
+        if model.is_hybrid:
+            changes.append(Change(arg="enable_prefix_caching", old=None, new=on, reason=why))
+
+    _batch_defaults(gpus, v, changes, rules, tp * pp)
+
+    _dtypes(model, v, logs, changes, rules)
+    v["_user_mamba_block_size"] = v.get("mamba_block_size") is not None
+    _hybrid(model, v, logs, changes, rules)
+    if cpu:  # CpuPlatform.check_and_update_config runs after the model's config hooks
+        cpu_platform.update_config(model, gpus, v, env, logs, rules)
+
+    _graphs_and_profiling(model, gpus, v, env, cpu, rules)
+    if pp > 1:
+        warnings.append(
+            "pipeline parallel: every stage is charged the most loaded stage's "
+            "weights and the sampler's activation peak"
+        )
+
+    layout = _layout(model, gpus, v, changes, rules)
+    v["_layout"] = layout
+    v["mamba_page_size_padded"] = layout.page_bytes if layout.padding_pct is not None else None
+    # The block-size lines come after the weights load (update_block_size_for_backend runs
+    # after load_model): planning.py prints them after "Model loading took".
+    return ResolvedArgs(
+        values=v,
+        changes=tuple(changes),
+        warnings=tuple(warnings),
+        log_lines=tuple(logs),
+        env=dict(env),
+    )
+
+
+def _memory_and_length(
+    model: ModelSpec, v: dict[str, Any], env: dict[str, str], rules: Rules
+) -> None:
+    """--gpu-memory-utilization and max_model_len (vllm/config/model.py:_get_and_verify_max_len;
+    -1 asks the KV sizing to auto-fit it)."""
     util = v.get("gpu_memory_utilization")
     if util is None:
         util = rules.DEFAULT_GPU_MEMORY_UTILIZATION
@@ -144,17 +190,14 @@ def resolve(
     v["max_model_len"] = mml
     v["_auto_fit_max_model_len"] = asked == -1
 
-    _speculative(model, v, warnings)
 
-    if v.get("enable_chunked_prefill") is None:
-        v["enable_chunked_prefill"] = True  # ModelConfig.is_chunked_prefill_supported (generate)
-    if v.get("enable_prefix_caching") is None:
-        on, why = rules.prefix_caching_default(model)
-        v["enable_prefix_caching"] = on
-        if model.is_hybrid:
-            changes.append(Change(arg="enable_prefix_caching", old=None, new=on, reason=why))
-
-    tokens_default, seqs_default, why = rules.batch_defaults(gpus, tp * pp)
+def _batch_defaults(
+    gpus: GPUSet, v: dict[str, Any], changes: list[Change], rules: Rules, world_size: int
+) -> None:
+    """max_num_batched_tokens and max_num_seqs the user left unset
+    (EngineArgs.get_batch_defaults for vllm serve)."""
+    mml = v["max_model_len"]
+    tokens_default, seqs_default, why = rules.batch_defaults(gpus, world_size)
     twice = 2 if (v.get("performance_mode") or "balanced") == "throughput" else 1
     if v.get("max_num_batched_tokens") is None:
         t = tokens_default * twice
@@ -185,8 +228,13 @@ def resolve(
         if v[name] < 1:
             raise ArgumentError(f"--{name.replace('_', '-')} must be >= 1, got {v[name]}")
 
-    _dtypes(model, v, logs, changes, rules)
-    v["_user_mamba_block_size"] = v.get("mamba_block_size") is not None
+
+def _hybrid(
+    model: ModelSpec, v: dict[str, Any], logs: list[str], changes: list[Change], rules: Rules
+) -> None:
+    """Prefix caching and the Mamba cache mode of a hybrid model
+    (model_executor/models/config.py:MambaModelConfig / HybridAttentionMambaModelConfig)."""
+    mml = v["max_model_len"]
     if model.is_hybrid:
         v["enable_prefix_caching"] = rules.hybrid_prefix_caching(model, v, logs, changes)
         v["_cudagraph_mode_given"] = bool(_json_arg(v, "compilation_config").get("cudagraph_mode"))
@@ -207,9 +255,13 @@ def resolve(
             v["mamba_block_size"] = mml  # MambaModelConfig: prefix caching off -> max_model_len
     else:
         v["mamba_cache_mode"] = None
-    if cpu:  # CpuPlatform.check_and_update_config runs after the model's config hooks
-        cpu_platform.update_config(model, gpus, v, env, logs, rules)
 
+
+def _graphs_and_profiling(
+    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], env: dict[str, str], cpu: bool, rules: Rules
+) -> None:
+    """The CUDA-graph mode and capture sizes, whether the encoder is profiled, and whether the
+    CUDA-graph memory estimate is subtracted."""
     cc = _json_arg(v, "compilation_config")
     level = str(v.get("optimization_level") or "2").upper().removeprefix("O")
     gmode = cc.get("cudagraph_mode")
@@ -246,24 +298,6 @@ def resolve(
     )
     flag = env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", default or "0").strip()
     v["_estimate_cudagraphs"] = v["_profiles_cudagraphs"] and flag not in ("0", "")
-    if pp > 1:
-        warnings.append(
-            "pipeline parallel: every stage is charged the most loaded stage's "
-            "weights and the sampler's activation peak"
-        )
-
-    layout = _layout(model, gpus, v, changes, rules)
-    v["_layout"] = layout
-    v["mamba_page_size_padded"] = layout.page_bytes if layout.padding_pct is not None else None
-    # The block-size lines come after the weights load (update_block_size_for_backend runs
-    # after load_model): planning.py prints them after "Model loading took".
-    return ResolvedArgs(
-        values=v,
-        changes=tuple(changes),
-        warnings=tuple(warnings),
-        log_lines=tuple(logs),
-        env=dict(env),
-    )
 
 
 def _speculative(model: ModelSpec, v: dict[str, Any], warnings: list[str]) -> None:
@@ -390,6 +424,43 @@ def _layout(
             rules.mamba_blocks_per_request(model, gpus, v),
             v["mamba_block_size"],
         )
+    block, block_log = _hybrid_block(model, v, changes, block, mamba_page, a1, align)
+    if v["mamba_cache_mode"] == "align":
+        v["mamba_block_size"] = block
+    v["block_size"] = block
+    page = block * a1
+    pad = 100 * (page - mamba_page) / mamba_page if page != mamba_page else None
+    grouping = _staged(
+        common.group_layers(attn_layers, len(model.recurrent_layer_ids), rules.GROUP_MAX_RATIO),
+        model,
+        v,
+    )
+    return KVLayout(
+        a1,
+        block,
+        page,
+        mamba_page,
+        conv_b,
+        ssm_b,
+        pad,
+        block_log,
+        grouping,
+        rules.mamba_blocks_per_request(model, gpus, v),
+        v.get("mamba_block_size"),
+    )
+
+
+def _hybrid_block(
+    model: ModelSpec,
+    v: dict[str, Any],
+    changes: list[Change],
+    block: int,
+    mamba_page: int,
+    a1: int,
+    align: int,
+) -> tuple[int, str | None]:
+    """The attention block size of a hybrid model: one attention page must hold one Mamba
+    state page (Platform._align_hybrid_block_size), and the line the engine logs when it grows."""
     if v["mamba_cache_mode"] == "all":  # 0.11.1 - 0.31.0 only (the release's rules say so)
         cfg = model.text_config or model.raw_config
         base = v.get("mamba_block_size") if v["_user_mamba_block_size"] else None
@@ -418,29 +489,7 @@ def _layout(
             )
         )
         block = attn_block
-    if v["mamba_cache_mode"] == "align":
-        v["mamba_block_size"] = block
-    v["block_size"] = block
-    page = block * a1
-    pad = 100 * (page - mamba_page) / mamba_page if page != mamba_page else None
-    grouping = _staged(
-        common.group_layers(attn_layers, len(model.recurrent_layer_ids), rules.GROUP_MAX_RATIO),
-        model,
-        v,
-    )
-    return KVLayout(
-        a1,
-        block,
-        page,
-        mamba_page,
-        conv_b,
-        ssm_b,
-        pad,
-        block_log,
-        grouping,
-        rules.mamba_blocks_per_request(model, gpus, v),
-        v.get("mamba_block_size"),
-    )
+    return block, block_log
 
 
 def _staged(grouping: common.Grouping, model: ModelSpec, v: dict[str, Any]) -> common.Grouping:
