@@ -245,7 +245,7 @@ def command_flags(changes: list[FixChange], tokens: Callable[[str, Any], list[st
     return " ".join(parts)
 
 
-def _best_key(c: FixCandidate) -> tuple:
+def _best_key(c: FixCandidate) -> tuple[float, ...]:
     o = c.outcome
     return (
         -math.floor(o.effective_concurrency),
@@ -257,7 +257,7 @@ def _best_key(c: FixCandidate) -> tuple:
     )
 
 
-def _minimal_key(c: FixCandidate) -> tuple:
+def _minimal_key(c: FixCandidate) -> tuple[bool, int, float, tuple[float, ...]]:
     return (not c.user_flag, len(c.changes), c.distance, _best_key(c))
 
 

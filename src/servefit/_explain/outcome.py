@@ -99,7 +99,7 @@ def outcome(plan: Plan, target_context: int | None = None) -> Outcome:
     )
 
 
-def signature(o: Outcome) -> tuple:
+def signature(o: Outcome) -> tuple[object, ...]:
     """What must differ for a change to count as an effect (pools, verdict, concurrency)."""
     return (
         o.verdict,

@@ -10,6 +10,7 @@ headroom (0.5 GiB steps); fewer changed flags; more KV tokens. Only the best of 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +41,7 @@ def changed(space: FitSpace, args: dict[str, Any]) -> list[str]:
     )
 
 
-def key(req: FitRequest, space: FitSpace, e: Eval) -> tuple:
+def key(req: FitRequest, space: FitSpace, e: Eval) -> tuple[bool, float, int, int, int, float]:
     o = e.outcome
     meets = req.concurrency is None or o.max_running_requests >= req.concurrency
     return (
@@ -170,10 +171,11 @@ def sweeps(
         key=lambda e: e.running or 0,  # all set: filtered above
     )
     out = []
-    for lever, rows, x in (
+    axes: list[tuple[str, list[Eval], Callable[[Eval], float | None]]] = [
         (cat.fraction_dest, by_f, lambda e: e.fraction),
         (cat.running_dest, by_r, lambda e: e.running),
-    ):
+    ]
+    for lever, rows, x in axes:
         if len(rows) > 1:
             out.append(
                 Sweep(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from servefit._explain.outcome import outcome, starts
 from servefit._explain.replan import try_plan
@@ -232,7 +232,10 @@ def _search_layout(
                 )
 
 
-def _thin(grid: tuple, k: int) -> tuple:
+T = TypeVar("T")
+
+
+def _thin(grid: tuple[T, ...], k: int) -> tuple[T, ...]:
     """Every k-th value, keeping the last (the largest fraction / request count)."""
     if k <= 1 or not grid:
         return grid

@@ -33,7 +33,7 @@ def declare(rules: Rules) -> Profile:
     to_flow = {release: flow for flow, release in rules.flow_names.items()}
 
     def resolve_args(
-        model: ModelSpec, gpus: GPUSet, user_args: dict, env: dict[str, str]
+        model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
     ) -> ResolvedArgs:
         flow_args = _renamed(user_args, to_flow)
         return _to_release(args.resolve_args(model, gpus, flow_args, env, rules), rules.flow_names)
