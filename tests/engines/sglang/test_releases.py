@@ -126,3 +126,71 @@ def test_pathless_draft_layers_counted_from_0_5_20():
     cell = old.pools.kv_bytes_per_token
     assert model.mtp_layers == 1 and model.num_layers == 61
     assert new.pools.kv_bytes_per_token == cell + int(cell * 1 / 61)
+
+
+# --- the breakable prefill CUDA graph's compatibility checks (Rules.breakable_checks) ---------
+
+
+def _deepseek_v3() -> ModelSpec:
+    cfg = read_json(catalog.DATA / "deepseek-ai__DeepSeek-V3.json")
+    return build_model_spec(cfg, name="deepseek-ai/DeepSeek-V3", source="t")
+
+
+def test_mla_turns_the_breakable_prefill_graph_off_until_0_5_18():
+    """server_args.py:ServerArgs._disable_breakable_cudagraph_if_incompatible: 0.5.16 "MLA
+    attention", 0.5.17 "MLA attention (non-DSA)" (DeepSeek-V3 has no index_topk, so not DSA:
+    configs/model_config.py:is_deepseek_dsa); 0.5.18 drops the check and the MLA prefill graph
+    reserve (1.5 GiB, memory_hook.py:reserve_for_graph_mb) joins the heuristic. H200 at TP 8:
+    512 + 8192 x 1.5 + 8/8 GiB + decode 512 x 2 = 14848 MiB, + 1536 with the prefill graph."""
+    model, H200 = _deepseek_v3(), 143771
+    for release, backend, reserved in (
+        ("0.5.16", "disabled", 14848),
+        ("0.5.17", "disabled", 14848),
+        ("0.5.18", "breakable", 14848 + 1536),
+    ):
+        r = _resolve(release, model, "h200", H200, {"tp_size": 8})
+        assert r["cuda_graph_backend_prefill"] == backend, release
+        assert r["mem_fraction_static"] == round((H200 - reserved) / H200, 3), release
+    r = _resolve("0.5.16", model, "h200", H200, {"tp_size": 8})
+    assert (
+        "Breakable CUDA graph is incompatible with MLA attention; disabling prefill CUDA graph."
+        in r.log_lines
+    )
+
+
+def test_dp_attention_turns_it_off_only_in_0_5_16():
+    """0.5.16's list has "DP attention" (self._resolved().enable_dp_attention); 0.5.17 has not."""
+    model = dense("Qwen/Qwen2-7B", 28, 28, 4, 128)
+    args = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}
+    assert _resolve("0.5.16", model, "h100", H100, args)["cuda_graph_backend_prefill"] == "disabled"
+    assert (
+        _resolve("0.5.17", model, "h100", H100, args)["cuda_graph_backend_prefill"] == "breakable"
+    )
+
+
+def test_pipeline_parallelism_turns_it_off_from_0_5_19():
+    """arg_groups/cuda_graph_hook.py:apply_cuda_graph_compatibility (0.5.19): PP disables the
+    breakable prefill graph by default; 0.5.18 has no PP check."""
+    model = dense("Qwen/Qwen2-7B", 28, 28, 4, 128)
+    args = {"pp_size": 2}
+    assert (
+        _resolve("0.5.18", model, "h100", H100, args)["cuda_graph_backend_prefill"] == "breakable"
+    )
+    assert _resolve("0.5.19", model, "h100", H100, args)["cuda_graph_backend_prefill"] == "disabled"
+
+
+def test_kda_turns_it_off_from_0_5_20():
+    """cuda_graph_hook.py:disable_breakable_cudagraph_if_incompatible gains "KDA hybrid linear
+    attention" in 0.5.20; on 0.5.19 Kimi-K3 (KDA, and on the multimodal breakable allowlist
+    since 0.5.18) keeps the breakable prefill graph."""
+    model = _kimi_k3()
+    args = {"tp_size": 8}
+    assert (
+        _resolve("0.5.19", model, "h200", 143771, args)["cuda_graph_backend_prefill"] == "breakable"
+    )
+    r = _resolve("0.5.20", model, "h200", 143771, args)
+    assert r["cuda_graph_backend_prefill"] == "disabled"
+    assert (
+        "Breakable CUDA graph is incompatible with KDA hybrid linear attention; disabling "
+        "prefill CUDA graph." in r.log_lines
+    )

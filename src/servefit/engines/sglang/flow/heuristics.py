@@ -7,6 +7,7 @@ release's own tables come from its rules. See docs/engines/sglang-0.5.23.md §1-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from servefit.engines.sglang import common
@@ -86,6 +87,72 @@ def default_attention_backend(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any])
     return "triton"
 
 
+# --- the breakable prefill graph's compatibility checks ------------------------------------
+# cuda_graph_hook.py:disable_breakable_cudagraph_if_incompatible (0.5.16-0.5.18:
+# server_args.py:ServerArgs._disable_breakable_cudagraph_if_incompatible; "pp":
+# apply_cuda_graph_compatibility, 0.5.19+): each check by the name a release's
+# Rules.breakable_checks lists it under, with the reason the engine logs. The first that holds
+# turns the prefill graph off. DeepSeek-V4 and attention context parallelism are not mirrored.
+
+BreakableCheck = Callable[[ModelSpec, dict[str, Any], Rules], bool]
+
+# configs/model_config.py:is_deepseek_dsa / is_nemotron_h (first architecture of the config)
+_DSA_ARCHS = frozenset({
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV3ForCausalLMNextN",
+    "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration", "GlmMoeDsaForCausalLM",
+    "GlmMoeDsaForCausalLMNextN", "LongcatFlashForCausalLM", "LongcatFlashForCausalLMNextN",
+})  # fmt: skip
+_NEMOTRON_H_ARCHS = frozenset(
+    {"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronHForCausalLMMTP"}
+)
+
+
+def _is_dsa(model: ModelSpec) -> bool:
+    """is_deepseek_dsa: a DSA-capable architecture whose config sets index_topk."""
+    cfg = model.text_config or model.raw_config
+    has_topk = cfg.get("index_topk", model.raw_config.get("index_topk")) is not None
+    return model.architecture in _DSA_ARCHS and has_topk
+
+
+BREAKABLE_CHECKS: dict[str, tuple[str, BreakableCheck]] = {
+    "pp": (
+        "pipeline parallelism (opt-in with --cuda-graph-backend-prefill=breakable)",
+        lambda m, v, r: v["pp_size"] > 1,
+    ),
+    "mla": ("MLA attention", lambda m, v, r: is_mla(m)),
+    "mla_non_dsa": ("MLA attention (non-DSA)", lambda m, v, r: is_mla(m) and not _is_dsa(m)),
+    "nemotron_h": (
+        "NemotronH (hybrid Mamba2 prefill)",
+        lambda m, v, r: m.architecture in _NEMOTRON_H_ARCHS,
+    ),
+    "kda": ("KDA hybrid linear attention", lambda m, v, r: bool(m.layer_ids("kda"))),
+    "kda_except_glm5_next": (
+        "KDA hybrid linear attention",
+        lambda m, v, r: (
+            bool(m.layer_ids("kda")) and m.architecture != "Glm5NextForConditionalGeneration"
+        ),
+    ),
+    "dcp": ("decode context parallel (dcp_size > 1)", lambda m, v, r: v["dcp_size"] > 1),
+    "lora": ("LoRA", lambda m, v, r: bool(v.get("lora_paths")) or bool(v.get("enable_lora"))),
+    "two_batch_overlap": ("two-batch overlap", lambda m, v, r: bool(v["enable_two_batch_overlap"])),
+    "a2a_any": ("MoE A2A backend", lambda m, v, r: v["moe_a2a_backend"] != "none"),
+    "a2a_unvalidated": (
+        "unvalidated a2a backend",
+        lambda m, v, r: v["moe_a2a_backend"] not in ("none", "deepep", "megamoe", "flashinfer"),
+    ),
+    "dp_attention": ("DP attention", lambda m, v, r: v["attn_dp_size"] > 1),
+    # releases whose DP attention is a flag (Rules.dp_attention == "flag")
+    "dp_attention_flag": (
+        "DP attention",
+        lambda m, v, r: v["attn_dp_size"] > 1 or bool(v["enable_dp_attention"]),
+    ),
+    "multimodal": (
+        "multimodal model",
+        lambda m, v, r: is_multimodal(m, v, r) and m.architecture not in r.breakable_mm_archs,
+    ),
+}
+
+
 # --- step 2: cuda_graph_hook.py:handle_cuda_graph_config ------------------------------------
 
 
@@ -130,29 +197,18 @@ def cuda_graph_config(
 
 
 def breakable_off_reason(model: ModelSpec, v: dict[str, Any], rules: Rules) -> str | None:
-    """Why the breakable prefill graph is turned off: cuda_graph_hook.py's compatibility rules,
-    or ("server_args") server_args.py:_disable_breakable_cudagraph_if_incompatible's list."""
-    mm = is_multimodal(model, v, rules) and model.architecture not in rules.breakable_mm_archs
-    if rules.breakable_rules == "server_args":
-        checks = (
-            ("MLA attention", is_mla(model)),
-            ("LoRA", bool(v.get("enable_lora"))),
-            ("MoE A2A backend", v["moe_a2a_backend"] != "none"),
-            ("DP attention", v["attn_dp_size"] > 1 or bool(v["enable_dp_attention"])),
-            ("multimodal model", mm),
-        )
-        return next((name for name, hit in checks if hit), None)
-    if v["pp_size"] > 1:
-        return "pipeline parallelism (opt-in with --cuda-graph-backend-prefill=breakable)"
-    if model.layer_ids("kda") and model.architecture != "Glm5NextForConditionalGeneration":
-        return "KDA hybrid linear attention"
-    if v["dcp_size"] > 1:
-        return "decode context parallel (dcp_size > 1)"
-    if v["enable_two_batch_overlap"]:
-        return "two-batch overlap"
-    if v["moe_a2a_backend"] not in ("none", "deepep", "megamoe", "flashinfer"):
-        return "unvalidated a2a backend"
-    return "multimodal model" if mm else None
+    """Why the breakable prefill graph is turned off: the first of the release's checks that
+    holds (Rules.breakable_checks, by name in BREAKABLE_CHECKS: cuda_graph_hook.py's
+    compatibility rules from 0.5.16, server_args.py:_disable_breakable_cudagraph_if_incompatible
+    in 0.5.15)."""
+    return next(
+        (
+            BREAKABLE_CHECKS[name][0]
+            for name in rules.breakable_checks
+            if BREAKABLE_CHECKS[name][1](model, v, rules)
+        ),
+        None,
+    )
 
 
 def piecewise_graph(model: ModelSpec, gpu: GPUSpec, v: dict[str, Any], rules: Rules) -> None:

@@ -129,10 +129,6 @@ class Rules:
     # the prefill CUDA graph the memory heuristic counts: "breakable" (cuda_graph_hook.py) |
     # "piecewise" (server_args.py:_handle_piecewise_cuda_graph, disable_piecewise_cuda_graph)
     prefill_graph: str = "breakable"
-    # "breakable": which rules turn it off: "cuda_graph_hook" | "server_args"
-    # (server_args.py:_disable_breakable_cudagraph_if_incompatible: MLA, LoRA, a2a, DP attention,
-    # multimodal)
-    breakable_rules: str = "cuda_graph_hook"
     # "piecewise": configs/model_config.py:piecewise_cuda_graph_disabled_model_archs
     piecewise_off_archs: frozenset[str] = frozenset()
     # resolve_max_num_reqs with an explicit --max-running-requests: "tokens_half"
@@ -150,3 +146,14 @@ class Rules:
     req_to_token_paged_extra: bool = True
     # memory_pool.py:conv_window_dedup_enabled
     conv_window_dedup: bool = True
+    # the breakable prefill CUDA graph's compatibility checks, in the release's order, by their
+    # names in flow/heuristics.py:BREAKABLE_CHECKS (cuda_graph_hook.py:
+    # apply_cuda_graph_compatibility, disable_breakable_cudagraph_if_incompatible)
+    breakable_checks: tuple[str, ...] = (
+        "pp",
+        "kda_except_glm5_next",
+        "dcp",
+        "two_batch_overlap",
+        "a2a_unvalidated",
+        "multimodal",
+    )

@@ -30,6 +30,9 @@ RULES: Rules = replace(
     # server_args.py:ServerArgs._handle_gpu_memory_settings: the prefill graph max_bs is clamped
     # to an explicit --context-length
     prefill_graph_context_clamp=True,
+    # server_args.py:ServerArgs._disable_breakable_cudagraph_if_incompatible: off for MLA, LoRA,
+    # any MoE A2A backend, DP attention; no NemotronH or two-batch-overlap check
+    breakable_checks=("mla", "dcp", "lora", "a2a_any", "dp_attention", "multimodal"),
     # arg_groups/overrides.py:_MAMBA_RADIX_CACHE_ARCHS, _MAMBA_EXTRA_BUFFER_ARCHS
     mamba_radix_archs=newer.RULES.mamba_radix_archs - _KIMI_K3 - {"Lfm2MoeForCausalLM"},
     extra_buffer_archs=newer.RULES.extra_buffer_archs - _KIMI_K3,

@@ -18,6 +18,9 @@ RULES: Rules = replace(
     # mem_cache/kv_cache_configurator.py:KVCacheConfigurator._profile_available_bytes: no
     # mm_runtime_reservation_gb (0.5.18 adds it and its "Reserving … GB" line)
     mm_reservation=False,
+    # server_args.py:ServerArgs._disable_breakable_cudagraph_if_incompatible: also off for MLA
+    # (but DSA: configs/model_config.py:is_deepseek_dsa) and NemotronH
+    breakable_checks=("mla_non_dsa", "nemotron_h", *newer.RULES.breakable_checks),
     # arg_groups/overrides.py:_qwen3_5_hybrid_overrides registration, _MAMBA_RADIX_CACHE_ARCHS
     qwen3_5_hybrid_archs=newer.RULES.qwen3_5_hybrid_archs - _MOBIUS,
     mamba_radix_archs=newer.RULES.mamba_radix_archs - _MOBIUS,

@@ -25,6 +25,8 @@ RULES: Rules = replace(
     # server_args.py:ServerArgs._handle_gpu_memory_settings: no PP cap of the prefill graph
     # (_DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS appears in 0.5.19)
     pp_prefill_graph_cap=False,
+    # server_args.py:ServerArgs._apply_cuda_graph_compatibility: PP keeps the breakable graph
+    breakable_checks=tuple(name for name in newer.RULES.breakable_checks if name != "pp"),
     mamba_radix_archs=newer.RULES.mamba_radix_archs - _NO_MAMBA_RADIX,
     extra_buffer_archs=newer.RULES.extra_buffer_archs - _NO_MAMBA_RADIX,
     # configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs

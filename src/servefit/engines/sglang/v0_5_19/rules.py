@@ -29,9 +29,14 @@ RULES: Rules = replace(
     # model_runner_components/spec_aux_hidden_state.py:_resolve_eagle_aux_hidden_state: only a
     # --speculative-draft-model-path sets eagle_draft_num_layers; path-less drafts add none
     pathless_draft_layers=False,
+    # arg_groups/cuda_graph_hook.py:disable_breakable_cudagraph_if_incompatible: no KDA check
+    breakable_checks=tuple(name for name in newer.RULES.breakable_checks if name != "kda"),
     # arg_groups/overrides.py:_MAMBA_RADIX_CACHE_ARCHS, _MAMBA_EXTRA_BUFFER_ARCHS;
     # configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs
     mamba_radix_archs=newer.RULES.mamba_radix_archs - _NOT_YET,
     extra_buffer_archs=newer.RULES.extra_buffer_archs - _NOT_YET,
     breakable_mm_archs=newer.RULES.breakable_mm_archs - {"Glm5NextForConditionalGeneration"},
+    # arg_groups/speculative_hook.py:_handle_eagle_family: draft path defaults to the model path
+    draft_in_target_archs=newer.RULES.draft_in_target_archs
+    - {"HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration"},
 )

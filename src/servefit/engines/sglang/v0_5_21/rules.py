@@ -19,6 +19,11 @@ RULES: Rules = replace(
     # mem_cache/kv_cache_configurator.py:KVCacheConfigurator._handle_max_mamba_cache: a PD
     # prefill server still reserves the speculative state (no _pd_prefill_skips_mamba_spec_state)
     pd_prefill_skips_spec_state=False,
+    # arg_groups/cuda_graph_hook.py:disable_breakable_cudagraph_if_incompatible: the KDA check
+    # has no GLM-5 Next exception
+    breakable_checks=tuple(
+        "kda" if name == "kda_except_glm5_next" else name for name in newer.RULES.breakable_checks
+    ),
     # configs/model_config.py:multimodal_breakable_cuda_graph_supported_model_archs
     breakable_mm_archs=newer.RULES.breakable_mm_archs
     - {
