@@ -38,8 +38,8 @@ RULES = replace(
     # a multimodal model runs without the breakable prefill graph
     breakable_mm_archs=frozenset(),
     # server_args.py:_disable_breakable_cudagraph_if_incompatible: MLA, DeepSeek-V4, CP, LoRA,
-    # a2a backend, DP attention, multimodal
-    breakable_rules="server_args",
+    # a2a backend, DP attention (the flag), multimodal (DeepSeek-V4 and CP are not planned)
+    breakable_checks=("mla", "lora", "a2a_any", "dp_attention_flag", "multimodal"),
     # configs/model_config.py:ModelConfig.__init__: enable_multimodal None -> False (no Inkling)
     mm_disabled_archs=newer.RULES.mm_disabled_archs - {"InklingForConditionalGeneration"},
     # no --attn-dp-size field: --enable-dp-attention with --dp-size (server_args.py)
