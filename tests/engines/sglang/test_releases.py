@@ -194,3 +194,24 @@ def test_kda_turns_it_off_from_0_5_20():
         "Breakable CUDA graph is incompatible with KDA hybrid linear attention; disabling "
         "prefill CUDA graph." in r.log_lines
     )
+
+
+@pytest.mark.parametrize(
+    ("release", "want"),
+    [
+        # 0.5.21 and earlier: no attn_dp_size field; --enable-dp-attention --dp-size 2 keeps both
+        # (server_args.py: attn_dp_size = dp_size if enable_dp_attention else 1)
+        ("0.5.16", {"enable_dp_attention": True, "dp_size": 2}),
+        ("0.5.21", {"enable_dp_attention": True, "dp_size": 2}),
+        # 0.5.22: arg_groups/parallel_hook.py:handle_deprecated_dp_attention moves the width to
+        # --attn-dp-size and --dp-size counts replicas
+        ("0.5.22", {"enable_dp_attention": False, "dp_size": 1, "attn_dp_size": 2}),
+    ],
+)
+def test_dp_attention_is_a_flag_before_0_5_22(release, want):
+    resolved = _resolve(
+        release, qwen36_27b(), "H100", 81559,
+        {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True},
+    )  # fmt: skip
+    assert resolved.error is None
+    assert {k: resolved.values.get(k) for k in want} == want

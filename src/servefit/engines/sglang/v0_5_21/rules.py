@@ -16,6 +16,10 @@ RULES: Rules = replace(
     # arg_groups/memory_hook.py:handle_gpu_memory_settings: no clamp of the default decode
     # max_bs to an explicit --max-running-requests (0.5.22 adds decode_max_bs_is_default)
     decode_bs_clamp=False,
+    # no attn_dp_size field and no arg_groups/parallel_hook.py:handle_deprecated_dp_attention
+    # (both new in 0.5.22): --enable-dp-attention with --dp-size N gives N attention-DP ranks
+    # (server_args.py: attn_dp_size = dp_size if enable_dp_attention else 1)
+    dp_attention="flag",
     # mem_cache/kv_cache_configurator.py:KVCacheConfigurator._handle_max_mamba_cache: a PD
     # prefill server still reserves the speculative state (no _pd_prefill_skips_mamba_spec_state)
     pd_prefill_skips_spec_state=False,
