@@ -1,26 +1,8 @@
 """vLLM 0.18.0 profile (pip download --no-deps vllm==0.18.0); docs/engines/vllm-0.18.0.md.
 
 The shared flow (profile.py: resolve.py, planning.py) with this release's rules (rules.py, a
-diff against the previous profile's). PROFILE is built on first use: later profiles' rules
-import this package for its rules class, and need not load its flag table."""
+diff against the previous profile's); PROFILE is declared on first use (lazy.py)."""
 
-from __future__ import annotations
+from servefit.engines.vllm.lazy import profile_getattr
 
-from functools import cache
-from typing import Any
-
-from servefit.engines.base import Profile
-
-
-@cache
-def _profile() -> Profile:
-    from servefit.engines.vllm.profile import declare
-    from servefit.engines.vllm.v0_18_0 import rules
-
-    return declare(rules.RULES)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "PROFILE":
-        return _profile()
-    raise AttributeError(name)
+__getattr__ = profile_getattr(__name__)
