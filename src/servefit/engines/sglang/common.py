@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from servefit._plan.schema import Consumer
 from servefit.errors import EngineRejection
 from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
@@ -305,3 +306,24 @@ def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
         return start, start + base + 1
     start = pp_rank * base
     return start, start + base
+
+
+def static_consumers(
+    weights_gib: float, reserved_gib: float, pre_gib: float, frac: float
+) -> list[Consumer]:
+    """The two consumers every SGLang release has: the weights, and what mem_fraction_static
+    leaves outside the static pools (pre-load free x (1 - fraction))."""
+    return [
+        Consumer(
+            name="weights",
+            gib=weights_gib,
+            formula="target weights on this rank",
+            flags=["--tp-size", "--pp-size", "--quantization"],
+        ),
+        Consumer(
+            name="reserved (outside the static fraction)",
+            gib=reserved_gib,
+            formula=f"pre-load free {pre_gib:.2f} GiB x (1 - mem_fraction_static {frac:.4g})",
+            flags=["--mem-fraction-static"],
+        ),
+    ]

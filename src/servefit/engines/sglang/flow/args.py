@@ -52,7 +52,9 @@ def resolve_args(
     v.update({k: val for k, val in user_args.items() if val is not None})
     r = Recorder(v)
     if model.is_hybrid and model.architecture not in rules.state_pool_archs:
-        kinds = ", ".join(sorted({model.recurrent_mixer(i).kind for i in model.recurrent_layer_ids}))
+        kinds = ", ".join(
+            sorted({model.recurrent_mixer(i).kind for i in model.recurrent_layer_ids})
+        )
         raise UnsupportedModelError(
             f"SGLang {rules.version} has no recurrent-state pool for {model.architecture} "
             f"({kinds} layers); it cannot serve this model"

@@ -124,20 +124,7 @@ def consumers(p: Pass) -> list[Consumer]:
     """Who takes the rank's memory, largest first, each with its formula and its levers."""
     b, m, v = p.b, p.memory, p.v
     f = v["mem_fraction_static"]
-    out = [
-        Consumer(
-            name="weights",
-            gib=m.weights_gib,
-            formula="target weights on this rank",
-            flags=["--tp-size", "--pp-size", "--quantization"],
-        ),
-        Consumer(
-            name="reserved (outside the static fraction)",
-            gib=b.slack,
-            formula=f"pre-load free {b.P:.2f} GiB x (1 - mem_fraction_static {f:.4g})",
-            flags=["--mem-fraction-static"],
-        ),
-    ]
+    out = common.static_consumers(m.weights_gib, b.slack, b.P, f)
     if b.mm_gib:
         out.append(
             Consumer(

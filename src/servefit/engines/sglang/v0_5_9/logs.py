@@ -73,20 +73,7 @@ def log_lines(s: Sized, model: ModelSpec, v: dict[str, Any], memory: MemoryInput
 
 def consumers(s: Sized, v: dict[str, Any], memory: MemoryInputs) -> list[Consumer]:
     f = v["mem_fraction_static"]
-    out = [
-        Consumer(
-            name="weights",
-            gib=memory.weights_gib,
-            formula="target weights on this rank",
-            flags=["--tp-size", "--pp-size", "--quantization"],
-        ),
-        Consumer(
-            name="reserved (outside the static fraction)",
-            gib=s.reserved,
-            formula=f"pre-load free {s.pre:.2f} GiB x (1 - mem_fraction_static {f:.4g})",
-            flags=["--mem-fraction-static"],
-        ),
-    ]
+    out = common.static_consumers(memory.weights_gib, s.reserved, s.pre, f)
     R, D, per_req = s.max_num_reqs, s.D, s.per_req
     if s.cost is not None:
         out.append(
