@@ -61,6 +61,8 @@ def machine() -> dict:
             flags = set(line.split(":", 1)[1].split())
     mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
     return {
+        # what vLLM's CPU worker reads (servefit/hardware/cpu.py), just before the start
+        **node_memory(),
         "cpu": cpu,
         "cores": os.cpu_count(),
         # The CPU platform picks kernels (and some dtypes) by these: AVX2, AVX512, AVX512-BF16, AMX.
@@ -72,6 +74,19 @@ def machine() -> dict:
     }
 
 
+def node_memory() -> dict:
+    """The NUMA node vLLM's CPU worker binds and its memory, read by servefit's own reader."""
+    from servefit.hardware.cpu import node_total_bytes, read_host_memory
+
+    host = read_host_memory()
+    meminfo = host.node_meminfo
+    return {
+        "numa_node": host.node,
+        "node_total_bytes": node_total_bytes(host),
+        "node_available_bytes": meminfo.available if meminfo else host.system_available,
+    }
+
+
 def record(case: EngineCase, models: Path) -> dict:
     spec = ServeSpec(bin_dir=engine_env.venv_bin(case.release), model=models / case.model,
                      flags=case.flags, env=dict(case.env))
@@ -79,6 +94,7 @@ def record(case: EngineCase, models: Path) -> dict:
     # written under another name until the engine is stopped: a log in place is a whole start
     server = EngineServer(spec, log_path.with_suffix(".log.partial"))
     started = dt.datetime.now().isoformat(timespec="seconds")
+    before = machine()  # read before the engine takes any memory
     outcome = server.start(ready_timeout=1200)
     served = None
     if outcome.state == "ready":
@@ -105,6 +121,7 @@ def record(case: EngineCase, models: Path) -> dict:
         "seconds_to_outcome": round(outcome.seconds, 1),
         "served_max_model_len": served,
         "started": started,
+        "machine": before,
     }
 
 
@@ -138,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{case.name}: starting", flush=True)
         entry = record(case, models)
-        entry["machine"] = machine()
         entry["torch"] = json.loads((engine_env.venv_dir(case.release)
                                      / engine_env.STAMP).read_text())["torch"]
         index["cases"][case.name] = entry

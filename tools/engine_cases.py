@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 MAX_MODEL_LEN = 4096
 KV_ENV_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE, GiB
 KV_BYTES = 300_000_000  # --kv-cache-memory-bytes: a size that is not a whole number of GiB
+KV_BEYOND_NODE = 2**40  # 1 TiB: more than any NUMA node of the machines the suite runs on
 
 # Qwen3.5 is saved as Qwen3_5ForConditionalGeneration (vLLM 0.24.0 has no text-only class);
 # its vision tower is switched off so the engine runs text-only.
@@ -85,6 +86,13 @@ def _failure_cases() -> list[EngineCase]:
             f"v{tag}-qwen3-fail-unknown-flag", release, "qwen3-tiny",
             ("--max-model-len", str(MAX_MODEL_LEN), "--no-such-flag"),
             expect="fail", note="an unknown flag"))
+    # the CPU worker refuses a KV size above its NUMA node's available memory
+    # (vllm/v1/worker/cpu_worker.py:CPUWorker.determine_available_memory): 1 TiB is above it on
+    # any machine this suite runs on
+    cases.append(EngineCase(
+        "v0320-qwen3-fail-kv-beyond-node", "0.32.0", "qwen3-tiny",
+        ("--max-model-len", str(MAX_MODEL_LEN), "--kv-cache-memory-bytes", str(KV_BEYOND_NODE)),
+        expect="fail", note="a KV size beyond the NUMA node's memory"))
     cases.append(EngineCase(
         "v0320-qwen35-fail-max-model-len", "0.32.0", "qwen35-tiny",
         (*NO_MM, "--max-model-len", "65536", "--kv-cache-memory-bytes", str(16 * 2**20)),

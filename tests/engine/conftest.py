@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine.machine import NodeSampler
 from tests.engine.pool import EnginePool
 from tools import engine_env
 
@@ -79,6 +80,22 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def engine_pool(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnginePool]:
-    pool = EnginePool(tiny_models, tmp_path_factory.mktemp("engine-logs"))
+    sampler = NodeSampler().start()
+    pool = EnginePool(tiny_models, tmp_path_factory.mktemp("engine-logs"), sampler)
     yield pool
     pool.release()
+    sampler.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The machine facts the engines ran on, so a red run says at once whether the machine
+    differs (the node memory vLLM's CPU worker reads, /proc/meminfo's, the ISA)."""
+    from servefit.hardware.cpu import describe, read_cpu_facts
+
+    if terminalreporter.config.getoption("markexpr", "") and "engine" in (
+            terminalreporter.config.getoption("markexpr") or ""):
+        from tests.engine.machine import RESIDUALS
+
+        terminalreporter.write_line(f"machine: {describe(read_cpu_facts())}")
+        for line in dict.fromkeys(RESIDUALS):
+            terminalreporter.write_line(f"measured: {line}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.engine.machine import NodeSampler
 from tools import engine_env
 from tools.engine_cases import CASES, EngineCase
 from tools.engine_server import EngineServer, Outcome, ServeSpec
@@ -21,9 +22,10 @@ class EnginePool:
     """At most one live server; a case is started once and its server (or, once stopped, its
     log) is shared by every test that asks for it."""
 
-    def __init__(self, models: Path, logs: Path) -> None:
+    def __init__(self, models: Path, logs: Path, sampler: NodeSampler) -> None:
         self.models = models
         self.logs = logs
+        self.sampler = sampler  # the node memory the machine showed while the engines ran
         self.current: tuple[str, EngineServer] | None = None
         self.finished: dict[str, EngineServer] = {}
 

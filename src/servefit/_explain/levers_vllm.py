@@ -121,6 +121,26 @@ def _len_fix(c: Context) -> list[Any]:
     return vals
 
 
+def _kv_bytes_fix(c: Context) -> list[Any]:
+    """Whole GiB below the given size, up to the device's memory (the NUMA node's on the CPU
+    platform), 64 values at most."""
+    gib = 2**30
+    node = c.plan.hardware.cpu_node
+    device = node.total_bytes if node is not None else c.plan.hardware.memory_mib * 2**20
+    top = min(int(c.args.get("kv_cache_memory_bytes") or 0) - 1, device) // gib
+    step = max(1, -(-top // 64))
+    return [n * gib for n in range(1, top + 1, step)]
+
+
+def _kv_bytes_given(c: Context) -> bool:
+    """The flag is the KV size only when given, and VLLM_CPU_KVCACHE_SPACE does not override it
+    (vllm/platforms/cpu.py:CpuPlatform.check_and_update_config)."""
+    from servefit.engines.vllm.cpu_platform import kv_space_env
+
+    given = bool(c.request.args.get("kv_cache_memory_bytes"))
+    return given and (c.plan.hardware.cpu_node is None or kv_space_env(dict(c.request.env)) is None)
+
+
 def _profile_values(dest: str) -> Callable[[Context], list[Any]]:
     lever = next(lv for lv in vllm.LEVERS if lv.dest == dest)
     return lambda c: lever.values(c.args, c.plan.pools.model_dump())
@@ -230,6 +250,11 @@ LEVERS: tuple[Lever, ...] = (
         "mamba_block_size",
         _grid("mamba_block_size", _profile_values("mamba_block_size")),
         unused_when=_mamba_block_unused,
+    ),
+    _lever(
+        "kv_cache_memory_bytes",
+        _grid("kv_cache_memory_bytes", _kv_bytes_fix),
+        applies=_kv_bytes_given,
     ),
     Lever(
         "parallelism",

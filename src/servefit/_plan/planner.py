@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from servefit._plan import invariants
-from servefit._plan.schema import HardwareRef, ModelRef, PerRank, Plan, Pools
+from servefit._plan.schema import CpuNodeRef, HardwareRef, ModelRef, PerRank, Plan, Pools
 from servefit.engines.base import Measured, MemoryInputs, Profile, ResolvedArgs, Sizing
 from servefit.engines.registry import select
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
@@ -76,6 +76,13 @@ def resolve_gpu(ref: str | GPUSpec, gpu_mem_mib: int | None) -> tuple[GPUSpec, s
     if gpu_mem_mib is not None:
         gpu, source = gpu.with_memory(int(gpu_mem_mib)), "override"
     return gpu, source
+
+
+def _cpu_node_ref(node: Any) -> CpuNodeRef | None:
+    """The node memory a CPU-platform plan was sized from (cpu_platform.NodeMemory)."""
+    if node is None:
+        return None
+    return CpuNodeRef(node=node.node, total_bytes=node.total, available_bytes=node.available)
 
 
 def _check_request(request: PlanRequest) -> None:
@@ -162,6 +169,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
             dp_size=sizes.dp,
             ep_size=sizes.ep,
             source=gpu_source,
+            cpu_node=_cpu_node_ref(resolved.values.get("_cpu_node")),
         ),
         verdict="fail" if error else "ok",
         error=error,

@@ -33,6 +33,15 @@ class ModelRef(_Frozen):
     params_billion: float
 
 
+class CpuNodeRef(_Frozen):
+    """vLLM's CPU platform: the NUMA node the worker binds, as the release reads it
+    (engines/vllm/cpu_platform.py:node_memory); bytes. available_bytes is None where unknown."""
+
+    node: int
+    total_bytes: int
+    available_bytes: int | None
+
+
 class HardwareRef(_Frozen):
     gpu: str
     num_gpus: int
@@ -41,7 +50,8 @@ class HardwareRef(_Frozen):
     pp_size: int
     dp_size: int
     ep_size: int
-    source: str  # catalog | nvml | override
+    source: str  # catalog | nvml | override | cpu
+    cpu_node: CpuNodeRef | None = None
 
 
 class Change(_Frozen):

@@ -494,6 +494,7 @@ class LaunchAcc:
         r.first("kv_available_gib", ev["gib"])
         if ev.get("device") == "cpu":
             self.pools["cpu_node_memory_gib"] = ev["node_total_gib"]
+            self.pools["cpu_node"] = ev["node"]
 
     def _on_cg_estimate(self, ev, hit, r):
         self.pools["cudagraph_estimate_gib"] = ev["gib"]
@@ -625,6 +626,11 @@ class LaunchAcc:
         self.in_traceback = True
 
     def _on_error(self, ev, hit, r):
+        if ev.get("which") == "cpu_kv_memory":  # the CPU node's figures, as the worker read them
+            r.first("kv_available_gib", ev["kv_gib"])
+            self.pools["cpu_node_memory_gib"] = ev["node_total_gib"]
+            self.pools["cpu_node"] = ev["node"]
+            self.pools["cpu_node_available_gib"] = ev["node_available_gib"]
         numbers = {
             k: v for k, v in ev.items() if k not in ("kind", "error", "text") and v is not None
         }

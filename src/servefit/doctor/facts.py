@@ -88,6 +88,9 @@ class PoolFacts(_Frozen):
     # vLLM's CPU platform: "Explicitly set (kv/node_total) GiB for KV cache on node N." (the KV
     # memory is the rank's kv_available_gib)
     cpu_node_memory_gib: float | None = None
+    cpu_node: int | None = None  # "... on node N"
+    # the node's available memory after the weights, from the CPU worker's KV refusal
+    cpu_node_available_gib: float | None = None
 
 
 class AutoChange(_Frozen):

@@ -22,6 +22,7 @@ from servefit.doctor.vllm import CPU_FEATURE_OF
 from servefit.engines import registry
 from servefit.engines.vllm.cpu_platform import ENV_KV_SPACE
 from servefit.errors import EngineVersionError, ServefitError
+from servefit.hardware.host import HostMemory
 from servefit.hardware.spec import GPUSpec
 from servefit.units import GiB
 
@@ -90,13 +91,20 @@ def log_cpu(launch: LaunchFacts) -> GPUSpec | None:
     CPUWorker.determine_available_memory), and the ISA features the platform's logged changes
     reveal (vllm/platforms/cpu.py:CpuPlatform.check_and_update_config). A feature whose change
     is not logged changed nothing in this launch, so leaving it out replays the same sizing."""
-    total = launch.pools.cpu_node_memory_gib
+    pools = launch.pools
+    total = pools.cpu_node_memory_gib
     if total is None:
         return None
     features = frozenset(CPU_FEATURE_OF[c.why] for c in launch.changes if c.why in CPU_FEATURE_OF)
+    after = pools.cpu_node_available_gib  # the worker's own figure, once the engine was up
+    host = HostMemory(
+        node=pools.cpu_node or 0, node_meminfo=None, system_total=round(total * GiB),
+        system_available=None,
+        available_after_load=round(after * GiB) if after is not None else None,
+    )
     return device_from_log(
         "cpu", "CPU from the log", round(total * 1024), vendor="cpu", context_mib=0.0,
-        features=features,
+        features=features, host=host,
     )  # fmt: skip
 
 

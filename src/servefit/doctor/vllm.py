@@ -343,6 +343,18 @@ RULES: tuple[Rule, ...] = (
         "vllm/worker/worker.py:raise_if_cache_size_invalid (V0)",
         whole_line(error="startup_memory", which="max_model_len"),
     ),
+    # the CPU platform: an explicit KV size above the node's available memory, read after the
+    # weights loaded; the figures are format_gib numbers
+    rule(
+        "on kv cache allocation is less than requested memory for kv",
+        r"Available memory on node (?P<node>\d+) \((?P<node_available_gib>[\d.]+)/"
+        r"(?P<node_total_gib>[\d.]+) GiB\) on kv cache allocation is less than requested memory "
+        r"for kv \((?P<kv_gib>[\d.]+) GiB\)",
+        "error",
+        V,
+        "vllm/v1/worker/cpu_worker.py:CPUWorker.determine_available_memory",
+        whole_line(error="startup_memory", which="cpu_kv_memory"),
+    ),
     rule(
         "No available memory for the cache blocks",
         r"No available memory for the cache blocks",

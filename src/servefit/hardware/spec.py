@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from servefit.hardware.host import HostMemory
+
 
 @dataclass(frozen=True)
 class GPUSpec:
@@ -32,11 +34,14 @@ class GPUSpec:
     # vendor "cpu" (an engine's CPU platform): the ISA flags that change what the engine sizes
     # ("avx512_bf16", "amx_tile"; /proc/cpuinfo's names)
     features: frozenset[str] = frozenset()
+    # vendor "cpu" read on this machine: the memory facts of the node the engine's worker binds
+    # (hardware/cpu.py); None for a device known only by its total (a log, --gpu-mem-mib)
+    host: HostMemory | None = None
 
     def with_memory(self, memory_mib: int) -> GPUSpec:
         from dataclasses import replace
 
-        return replace(self, memory_mib=memory_mib)
+        return replace(self, memory_mib=memory_mib, host=None)
 
 
 @dataclass(frozen=True)

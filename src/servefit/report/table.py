@@ -108,7 +108,12 @@ def memory_table(plan: Plan, floor_gib: float) -> Grid:
         style="dim",
     )
     pre = r.total_gib - r.pre_load_free_gib
-    t.add("not available before load (CUDA/NCCL)", gib(pre), pct(pre), style="dim")
+    before = (
+        "in use on the node before start (other processes)"
+        if plan.hardware.cpu_node is not None
+        else "not available before load (CUDA/NCCL)"
+    )
+    t.add(before, gib(pre), pct(pre), style="dim")
     ok = plan.verdict == "ok"
     style = "red" if r.free_gib < 0 else ("yellow" if r.free_gib < floor_gib or not ok else "")
     t.add("free after pools (graphs, activations)", gib(r.free_gib), pct(r.free_gib), style=style)
@@ -206,9 +211,15 @@ def header(plan: Plan) -> str:
     quant = plan.model.dtype if plan.model.quantization == "none" else plan.model.quantization
     par = f"TP {hw.tp_size}" + (f" PP {hw.pp_size}" if hw.pp_size > 1 else "")
     par += f" DP {hw.dp_size}" if hw.dp_size > 1 else ""
+    node = hw.cpu_node
+    memory = (
+        f"NUMA node {node.node}: {node.total_bytes / 2**30:.2f} GiB"
+        if node is not None
+        else f"{hw.memory_mib:,} MiB"
+    )
     return (
         f"{plan.model.name} ({plan.model.architecture}, {quant}) on {hw.num_gpus}x {hw.gpu} "
-        f"({hw.memory_mib:,} MiB), {par}, {engine_words(plan.engine)}"
+        f"({memory}), {par}, {engine_words(plan.engine)}"
         + (", calibrated from a log" if plan.calibrated else "")
     )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ import pytest
 from servefit._plan.planner import PlanRequest, plan
 from servefit.engines import registry
 from servefit.errors import ArgumentError
-from servefit.hardware.cpu import local_cpu
+from servefit.hardware.cpu import ENGINE_FLAGS
+from servefit.hardware.host import HostMemory
 from servefit.hardware.spec import GPUSpec
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec
@@ -78,14 +80,29 @@ def error_line(name: str) -> str | None:
     """The exception the start-up died of, as the traceback's last line states it."""
     text = (LOGS / CASES[name]["log"]).read_text(encoding="utf-8").splitlines()
     for line in reversed(text):
+        # a traceback's last line, or a worker's logged one ("(Worker pid=N) ERROR ... [f:l] ")
         m = re.match(
-            r"^(?:\(\w+ pid=\d+\) )?((?:ValueError|pydantic_core\._pydantic_core\."
-            r"ValidationError): .*)$",
+            r"^(?:\(\w+ pid=\d+\) )?(?:ERROR [\d-]+ [\d:]+ \[[^\]]+\] )?"
+            r"((?:ValueError|pydantic_core\._pydantic_core\.ValidationError): .*)$",
             line,
         )
         if m:
             return m.group(1)
     return None
+
+
+def machine_of(name: str) -> GPUSpec:
+    """The machine a case was recorded on: the NUMA node's figures where the recording has them
+    (node, total, available just before the start: tools/collect_engine_logs.py), else the
+    first machine's (MACHINE: its node held the whole 23.54 GiB)."""
+    rec = CASES[name].get("machine", {})
+    if "node_total_bytes" not in rec:
+        return MACHINE
+    host = HostMemory(node=rec["numa_node"], node_meminfo=None,
+                      system_total=rec["node_total_bytes"],
+                      system_available=rec["node_available_bytes"])
+    return replace(MACHINE, name=rec["cpu"], memory_mib=rec["node_total_bytes"] // 2**20,
+                   features=frozenset(rec["isa"]) & ENGINE_FLAGS, host=host)
 
 
 def plan_case(name: str):
@@ -100,7 +117,7 @@ def plan_case(name: str):
     return plan(
         PlanRequest(
             model=model,
-            gpu=MACHINE,
+            gpu=machine_of(name),
             engine=f"vllm=={release}",
             args=args,
             env=dict(case["env"]),
@@ -140,6 +157,15 @@ def test_failures_are_predicted_with_the_engine_text(name):
         assert p.error is not None and p.error.startswith("ValidationError: 1 validation error")
         assert "--mamba-block-size can only be set with --enable-prefix-caching" in p.error
         return
+    refusal = re.compile(r"(.*on node \d+ \()[\d.]+(/.*)")
+    if died.startswith("ValueError: Available memory on node"):
+        # the worker's available figure, read once the engine was up: the plan's estimate comes
+        # from the figure recorded before the start, less ENGINE_RESIDENT_BYTES, which was
+        # measured on this very log (so the figure is compared in form only here; the
+        # real-engine suite compares it on starts it was not fitted on)
+        assert p.error is not None
+        assert refusal.sub(r"\1…\2", p.error) == refusal.sub(r"\1…\2", died)
+        return
     assert p.error == died
 
 
@@ -166,13 +192,3 @@ def test_cpu_needs_the_kv_memory():
         plan(PlanRequest(model=model, gpu=MACHINE, engine="vllm==0.32.0", args={}))
 
 
-def test_this_machine_is_read_as_a_cpu(tmp_path):
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(
-        "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu avx2 avx512f avx512_bf16\n"
-    )
-    meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemTotal:       24684092 kB\nMemFree: 1 kB\n")
-    cpu = local_cpu(cpuinfo, meminfo)
-    assert (cpu.vendor, cpu.name, cpu.memory_mib) == ("cpu", "Test CPU", 24105)
-    assert cpu.features == {"avx2", "avx512f", "avx512_bf16"}

@@ -78,6 +78,12 @@ def _prefix(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
     return _uniq(a.get("enable_prefix_caching"), [False, True])
 
 
+def _kv_bytes(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
+    # read only when given (--kv-cache-memory-bytes, or VLLM_CPU_KVCACHE_SPACE on the CPU)
+    b = int(a.get("kv_cache_memory_bytes") or 0)
+    return _uniq(b, [b // 2, b * 2]) if b else []
+
+
 def _tp(a: dict[str, Any], p: dict[str, Any]) -> list[Any]:
     tp = int(a.get("tensor_parallel_size") or 1)
     return _uniq(tp, [tp * 2, tp // 2 or None])
@@ -95,6 +101,7 @@ LEVERS: tuple[VllmLever, ...] = (
         "enable_prefix_caching", "prefix caching (Mamba cache mode)", _prefix, hybrid_only=True
     ),
     VllmLever("mamba_block_size", "Mamba block size", _mamba_block, hybrid_only=True),
+    VllmLever("kv_cache_memory_bytes", "KV cache memory (bytes, given)", _kv_bytes),
     VllmLever("tensor_parallel_size", "tensor parallel size", _tp),
 )
 

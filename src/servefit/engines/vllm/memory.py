@@ -12,6 +12,7 @@ from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
 from servefit.model.cache import weights
 from servefit.model.spec import ModelSpec
+from servefit.units import GiB
 
 
 def memory_inputs(
@@ -28,11 +29,13 @@ def memory_inputs(
     # cached: explain and fit re-plan one model many times; vLLM's own PP layer split
     w = weights(model, tp, pp, ep, pp_indices)
     draft = w.draft_gib if v.get("_spec_method") == "mtp" else 0.0
-    if is_cpu(gpus.gpu):  # host memory: the CPU worker reports the NUMA node's total
-        total = gpus.gpu.memory_mib / 1024
+    if is_cpu(gpus.gpu):  # host memory: the NUMA node the CPU worker binds, read now
+        node = v["_cpu_node"]  # cpu_platform.node_memory, as this release reads it
+        total = node.total / GiB
         return MemoryInputs(
             total_gib=total,
-            pre_load_free_gib=total,
+            # the node's available memory before the engine loads anything (None: unknown)
+            pre_load_free_gib=total if node.available is None else node.available / GiB,
             weights_gib=measured.weights_gib if measured.weights_gib is not None else w.target_gib,
             draft_weights_gib=0.0 if measured.weights_gib is not None else draft,
             calibrated=measured.weights_gib is not None,

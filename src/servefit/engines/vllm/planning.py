@@ -181,6 +181,11 @@ def _kv_memory(
     layout_line = rules.kv_layout_log(gpus)  # the engine core, before the workers profile
     if layout_line:
         logs.append(layout_line)
+    if cpu:
+        refused = _cpu_kv_refusal(v, memory)
+        if refused is not None:
+            run.error, run.consumer, run.detail = refused
+            return
     available, budget_logs = _available(v, memory, run.nonkv, run.cg_on, run.requested, cpu, rules)
     logs += budget_logs
     logs += list(layout.grouping.padding_logs)
@@ -295,7 +300,7 @@ def _available(
     fixed = v.get("kv_cache_memory_bytes")
     if cpu:  # set on the CPU platform: cpu_platform.apply refuses a start without it
         cpu_kv = int(v["kv_cache_memory_bytes"])
-        return cpu_kv, [cpu_platform.explicit_kv_log(cpu_kv, memory.total_gib * GiB)]
+        return cpu_kv, [cpu_platform.explicit_kv_log(cpu_kv, v["_cpu_node"])]
     if fixed:
         line = rules.kv_bytes_log(memory.pre_load_free_gib * GiB, int(fixed))
         return int(fixed), [line] if line else []
@@ -316,6 +321,30 @@ def _available(
             "To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0."
         )
     return available, logs
+
+
+def _cpu_kv_refusal(v: dict[str, Any], memory: MemoryInputs) -> tuple[str, str, str] | None:
+    """cpu_worker.py:CPUWorker.determine_available_memory refuses an explicit KV size above the
+    node's available memory, which it reads once the engine's processes are up and this worker
+    loaded its weights: servefit takes the node's available memory now, less the weights and
+    the engine's measured resident memory (cpu_platform.ENGINE_RESIDENT_BYTES). A node whose
+    available memory is unknown (a device known by its total) is checked against the total."""
+    kv = int(v["kv_cache_memory_bytes"])
+    node = v["_cpu_node"]
+    weights = (memory.weights_gib + memory.draft_weights_gib) * GiB
+    before = node.available if node.available is not None else node.total
+    after_load = max(0.0, min(before, node.total) - weights - cpu_platform.ENGINE_RESIDENT_BYTES)
+    if node.available_after_load is not None:  # the worker's own measurement
+        after_load = node.available_after_load
+    if kv <= after_load:
+        return None
+    return (
+        cpu_platform.explicit_kv_error(kv, after_load, node),
+        "KV cache memory (--kv-cache-memory-bytes / VLLM_CPU_KVCACHE_SPACE)",
+        f"{kv / GiB:.2f} GiB asked > {after_load / GiB:.2f} GiB available on node {node.node} "
+        f"once the weights and vLLM's processes are in ({node.total / GiB:.2f} GiB node; "
+        f"{cpu_platform.ENGINE_RESIDENT_BYTES / GiB:.2f} GiB for the processes, measured)",
+    )
 
 
 def _mamba_seqs_check(

@@ -194,6 +194,7 @@ class Rules:
 
     # servefit mirrors vLLM's CPU platform from 0.20.0 (servefit/engines/vllm/cpu_platform.py)
     CPU_PLATFORM = False
+    CPU_MEMORY_CGROUP_CLAMP = False
 
     def cpu_update(
         self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any], logs: list[str]

@@ -33,6 +33,9 @@ class Rules(previous.Rules):
     # v1/worker/cpu_worker.py:CPUWorker.determine_available_memory takes kv_cache_memory_bytes
     # (or VLLM_CPU_KVCACHE_SPACE) as is: "Explicitly set (X/Y) GiB for KV cache on node N."
     CPU_PLATFORM = True
+    # utils/cpu_resource_utils.py:get_memory_node_info: the node's meminfo (or psutil's system
+    # figures without one), not clamped by a cgroup limit before 0.24.0
+    CPU_MEMORY_CGROUP_CLAMP = False
 
     def default_mamba_mode(self, model: ModelSpec, v: dict[str, Any]) -> tuple[str, str]:
         """MambaModelConfig.verify_and_update_config (0.20.0 - 0.21.0): a

@@ -23,6 +23,9 @@ class Rules(previous.Rules):
     )
     # BambaForCausalLM left the registry after 0.23.0 (registry.py:_PREVIOUSLY_SUPPORTED_MODELS)
     MAMBA_PREFIX_CACHING = previous.Rules.MAMBA_PREFIX_CACHING - {"BambaForCausalLM"}
+    # utils/cpu_resource_utils.py:get_memory_node_info clamps the node's total and available
+    # memory by the cgroup's limit (get_cgroup_memory_limit); 0.20.0-0.23.x read the node as is
+    CPU_MEMORY_CGROUP_CLAMP = True
 
     def v1_runner(self, model: ModelSpec) -> bool:
         """VllmConfig._is_default_v2_model_runner_model: Model Runner V2 for the listed
