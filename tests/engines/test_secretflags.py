@@ -53,7 +53,9 @@ def _counts_or_tokenizer(dest: str) -> bool:
     )
 
 
-@pytest.mark.parametrize(("engine", "version", "load"), TABLES, ids=lambda x: str(x))
+# ids without the loader's repr (an address): the same ids in every process (pytest -n)
+@pytest.mark.parametrize(("engine", "version", "load"), TABLES,
+                         ids=[f"{e}-{v}" for e, v, _ in TABLES])
 def test_every_secret_looking_flag_is_decided(engine, version, load):
     undecided = [
         f.dest
