@@ -192,11 +192,21 @@ def models_cmd(fmt: str) -> None:
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-def gpus_cmd(fmt: str) -> None:
-    """List the GPU catalog (usable as --gpu NAME)."""
-    from servefit.report.catalogs import render_gpus
+@click.option(
+    "--cpu",
+    is_flag=True,
+    help="Instead: this machine's CPU as vLLM's CPU platform reads it for --device cpu (the "
+    "NUMA node its worker binds, that node's memory, which can be less than /proc/meminfo "
+    "says, the cgroup limit, the ISA).",
+)
+def gpus_cmd(fmt: str, cpu: bool) -> None:
+    """List the GPU catalog (usable as --gpu NAME), or with --cpu this machine's CPU facts."""
+    from servefit.report.catalogs import render_cpu, render_gpus
 
-    render_gpus(fmt)
+    if cpu:
+        render_cpu(fmt)
+    else:
+        render_gpus(fmt)
 
 
 def main(argv: list[str] | None = None) -> None:

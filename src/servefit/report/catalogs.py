@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rich.console import Console
 
@@ -55,6 +56,48 @@ def render_gpus(fmt: str, console: Console | None = None) -> None:
             f"{r['bf16_tflops']:,.0f}",
             memory_source(r["memory_from"]),
         )
+    (console or make_console()).print(t)
+
+
+def render_cpu(fmt: str, console: Console | None = None, root: Path = Path("/")) -> None:
+    """`servefit gpus --cpu`: the facts a --device cpu plan is sized from (hardware/cpu.py)."""
+    from servefit.hardware.cpu import node_total_bytes, read_cpu_facts
+
+    facts = read_cpu_facts(root)
+    m = facts.memory
+    row = {
+        "name": facts.name,
+        "isa": sorted(facts.flags),
+        "node": m.node,
+        "nodes": m.nodes,
+        "node_total_bytes": node_total_bytes(m),
+        "node_available_bytes": m.node_meminfo.available if m.node_meminfo else m.system_available,
+        "node_meminfo": m.node_meminfo is not None,
+        "system_total_bytes": m.system_total,
+        "cgroup_limit_bytes": m.cgroup_limit,
+        "allowed_cpus": list(m.allowed_cpus),
+        "mems_allowed": list(m.mems_allowed),
+    }
+    if fmt == "json":
+        print(json.dumps(row, indent=2))
+        return
+
+    def gib(b: int | None) -> str:
+        return "none" if b is None else f"{b / 2**30:.2f} GiB"
+
+    node_from = (
+        f"/sys/devices/system/node/node{m.node}/meminfo"
+        if m.node_meminfo
+        else "/proc/meminfo (no node file)"
+    )
+    t = Grid([Col("what", wrap=True), Col("value", wrap=True)], "This machine as vLLM's CPU platform")
+    t.add("CPU", facts.name)
+    t.add("ISA the platform branches on", ", ".join(row["isa"]) or "none of them")
+    t.add("NUMA node of the worker", f"{m.node} (of {m.nodes}; CPUs {len(m.allowed_cpus)} allowed)")
+    t.add("node memory (the engine's total)", f"{gib(row['node_total_bytes'])} from {node_from}")
+    t.add("node available now", gib(row["node_available_bytes"]))
+    t.add("/proc/meminfo MemTotal", gib(m.system_total))
+    t.add("cgroup memory limit (from vLLM 0.24.0)", gib(m.cgroup_limit))
     (console or make_console()).print(t)
 
 
