@@ -13,3 +13,12 @@ def _no_installed_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     from servefit.engines import registry
 
     monkeypatch.setattr(registry, "installed_version", lambda engine: None)
+
+
+@pytest.fixture(autouse=True)
+def _terminal_width_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's width is the user's terminal, else COLUMNS, else wide (report/console.py:
+    make_console). pytest-xdist's workers run with COLUMNS=80: unset it, as in a plain run,
+    so that `pytest -n N` prints what `pytest` does. Tests of a width set their own."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)

@@ -24,7 +24,7 @@ def test_opening():
     install_run, install_test = block
     assert " && pip install . && servefit plan " in install_run
     assert "--mem-fraction-static 0.85" in install_run  # the failing case, not its fix
-    assert install_test.endswith("pip install -e '.[test]' && pytest")
+    assert install_test.endswith("pip install -e '.[test]' && pytest -n auto")
     assert README.index("```bash") < README.index("## The case that started it")
 
 
