@@ -92,8 +92,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     differs (the node memory vLLM's CPU worker reads, /proc/meminfo's, the ISA)."""
     from servefit.hardware.cpu import describe, read_cpu_facts
 
-    if terminalreporter.config.getoption("markexpr", "") and "engine" in (
-            terminalreporter.config.getoption("markexpr") or ""):
+    if _selected(terminalreporter.config):
         from tests.engine.machine import RESIDUALS
 
         terminalreporter.write_line(f"machine: {describe(read_cpu_facts())}")

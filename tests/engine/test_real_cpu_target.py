@@ -12,7 +12,13 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.live import CRASHING, FAILING, LAUNCHED, READY
-from tests.engine.machine import KV_REFUSAL, format_gib, kv_space_lines, same_refusal
+from tests.engine.machine import (
+    KV_REFUSAL,
+    format_gib,
+    kv_space_lines,
+    record_refusal_residual,
+    same_refusal,
+)
 from tests.engine.pool import EnginePool
 from tests.engine.real import capacity_lines, engine_error, matches, messages, plan_args, servefit
 from tools.engine_cases import CASES
@@ -57,6 +63,7 @@ def test_plan_predicts_the_live_failure(engine_pool: EnginePool, name: str) -> N
     assert rc == 1 and plan["verdict"] == "fail"
     error = engine_error(server.log_text())
     if KV_REFUSAL.fullmatch(plan["error"]):  # figures the worker measured on this machine
+        record_refusal_residual(plan["error"], error)
         assert same_refusal(plan["error"], error, engine_pool.sampler.totals()), (plan["error"],
                                                                                   error)
     else:
