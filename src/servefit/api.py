@@ -17,7 +17,7 @@ Engine args use the engine's own attribute names (tp_size=2, mem_fraction_static
     >>> r = servefit.fit("Qwen/Qwen3.6-27B", gpu="A6000", num_gpus=2, context=32768,
     ...                  concurrency=16, spec="mtp", engine="sglang==0.5.9")
     >>> r.best[0].changed_flags
-    ['--max-running-requests 16', '--mem-fraction-static 0.92']
+    ['--max-running-requests 16', '--mem-fraction-static 0.9']
 """
 
 from __future__ import annotations

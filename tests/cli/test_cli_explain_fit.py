@@ -143,3 +143,58 @@ def test_fit_nothing_starts_exits_1(capsys):
         "sglang==0.5.9",
     )
     assert code == 1 and "nothing starts" in out
+
+
+def test_fit_takes_context_length_as_plan_spells_it(capsys):
+    """`--context-length` (plan's and SGLang's spelling) and `--context` are the same option."""
+    argv = ("fit", "Qwen/Qwen3-8B", "--gpu", "A6000", "--num-gpus", "1", "--top", "1",
+            "--engine", "sglang==0.5.9", "--format", "json")  # fmt: skip
+    results = []
+    for spelling in ("--context-length", "--context"):
+        code, out, _ = run(capsys, *argv, spelling, "8192")
+        assert code == 0
+        results.append(json.loads(out))
+    assert results[0]["best"][0]["commands"] == results[1]["best"][0]["commands"]
+    assert results[0]["context"] == 8192
+
+
+def test_json_errors_are_an_object_on_stdout_and_one_line_on_stderr(capsys):
+    code, out, err = run(
+        capsys, "fit", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--context-length", "32768",
+        "--nodes", "2", "--format", "json",
+    )  # fmt: skip
+    assert code == 2
+    obj = json.loads(out)
+    assert obj["exit"] == 2 and obj["error"].startswith("pass --num-gpus")
+    assert err.strip() == f"servefit: error: {obj['error']}"
+    # a value click's own type refuses
+    code, out, err = run(capsys, "fit", "Qwen/Qwen3.6-27B", "--top", "abc", "--format", "json")
+    assert code == 2
+    assert json.loads(out) == {"error": "--top must be an integer, got 'abc'", "exit": 2}
+    assert err.strip() == "servefit: error: --top must be an integer, got 'abc'"
+
+
+def test_html_without_plotly_fails_before_the_search(capsys, monkeypatch):
+    import importlib.util
+
+    import servefit._fit.search as search
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "plotly" else real(name, *a)
+    )
+
+    def no_search(*_a, **_k):
+        raise AssertionError("the search ran before the dependency check")
+
+    monkeypatch.setattr(search, "fit", no_search)
+    code, out, err = run(
+        capsys, "fit", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--num-gpus", "2",
+        "--context-length", "32768", "--html", "out.html",
+    )  # fmt: skip
+    assert code == 1 or code == 2
+    assert err.strip() == (
+        "servefit: error: --html needs the plotly package: pip install 'servefit[html]' "
+        "(or pip install plotly)"
+    )
+    assert out == ""

@@ -277,9 +277,13 @@ def test_engine_rejections_are_predicted_failures(capsys):
         "json",
     )
     p = json.loads(out)
-    # Qwen3.6-27B: 4 KV heads (config.json num_key_value_heads); 3 does not divide them
+    # Qwen3.6-27B: vision_config.num_heads 16, and SGLang builds the vision tower first
+    # (sglang/srt/layers/attention/vision.py:VisionAttention.__init__: divide(num_heads, tp))
     assert code == 1 and p["verdict"] == "fail"
-    assert p["error"] == "--tp-size 3 does not divide the 4 KV heads of Qwen/Qwen3.6-27B"
+    assert p["error"] == (
+        "AssertionError: 16 is not divisible by 3 (sglang/srt/layers/attention/vision.py:"
+        "VisionAttention.__init__: the vision tower's 16 heads over --tp-size 3)"
+    )
     # a value the engine's argparse cannot read: SGLang exits at its parser
     code, out, err = run(
         capsys,

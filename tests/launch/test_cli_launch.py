@@ -92,6 +92,29 @@ def test_ready_then_runs_logs_and_stop(capsys, runs_root):
     assert code == 0 and out.strip() == f"{run_dir.id}: not running (stopped)"
 
 
+def test_stop_all_stops_every_running_run_and_nothing_else(capsys, runs_root):
+    ports = [free_port(), free_port()]
+    for port in ports:
+        code, out, _ = run(capsys, *launch_args(runs_root, port), *HAND_TUNED_ARGV)
+        assert code == 0, out
+    runs = list_runs(runs_root)
+    assert len(runs) == 2
+    code, _, err = run(capsys, "stop", "--runs-dir", str(runs_root))
+    assert code == 2
+    assert "several runs are running" in err and "or pass --all" in err
+    code, _, err = run(capsys, "stop", runs[0].id, "--all", "--runs-dir", str(runs_root))
+    assert code == 2 and err.strip() == "servefit: error: give a RUN or --all, not both"
+
+    code, out, _ = run(capsys, "stop", "--all", "--runs-dir", str(runs_root))
+    assert code == 0, out
+    for r in runs:
+        assert f"{r.id}: sent SIGTERM" in out
+    assert out.count("port closed") == 2
+    assert wait_for(lambda: all(r.read().state == "stopped" for r in runs), 10)
+    code, out, _ = run(capsys, "stop", "--all", "--runs-dir", str(runs_root))
+    assert code == 0 and out.strip() == "no run is running"
+
+
 def test_forced_launch_fails_as_predicted_and_prints_the_diagnosis(capsys, runs_root):
     code, out, _ = run(
         capsys,

@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 from servefit._explain.catalogue import catalogue_for, context_for
-from servefit._explain.fix import Floors, minimal_fix
-from servefit._explain.lever_types import Context, Lever, Option, levers_for
+from servefit._explain.fix import Floors, best_outcome_key, minimal_fix
+from servefit._explain.lever_types import Context, Lever, Option, fmt_value, levers_for
 from servefit._explain.outcome import delta, outcome, signature
 from servefit._explain.replan import prepared, replan
 from servefit._explain.schema import (
@@ -38,19 +38,21 @@ def explain_request(
     ctx = context_for(req, base_plan, model)
     target = base_plan.pools.context_len
     base = outcome(base_plan, target)
+    if min_free_gib is None:
+        min_free_gib = ctx.catalogue.min_free_gib
+    floors = Floors(min_free_gib, min_running)
     levers = [
         effect
         for lv in levers_for(ctx)
-        if (effect := _lever_effect(lv, ctx, base, target)).values  # no value: nothing to say
+        if (effect := _lever_effect(lv, ctx, base, target, floors)).values  # nothing to say
     ]
     flags = _user_flags(ctx, base, target)
     fix = None
-    if min_free_gib is None:
-        min_free_gib = ctx.catalogue.min_free_gib
-    if with_fix and not Floors(min_free_gib, min_running).met(base):
+    if with_fix and not floors.met(base):
         fix = minimal_fix(
             ctx, base, min_free_gib=min_free_gib, allow_lossy=allow_lossy, min_running=min_running
         )
+        levers = [_with_fix(e, fix, base, floors) for e in levers]
     return Explanation(
         plan=base_plan,
         outcome=base,
@@ -142,7 +144,9 @@ def why(p: Plan, o: Outcome) -> list[str]:
 # --------------------------------------------------------------------------------------------
 
 
-def _lever_effect(lv: Lever, ctx: Context, base: Outcome, target: int) -> LeverEffect:
+def _lever_effect(
+    lv: Lever, ctx: Context, base: Outcome, target: int, floors: Floors
+) -> LeverEffect:
     dest = ctx.dest(lv) or lv.name
     values: list[LeverValue] = []
     rejected: list[str] = []
@@ -172,7 +176,11 @@ def _lever_effect(lv: Lever, ctx: Context, base: Outcome, target: int) -> LeverE
         reason = lv.unused_when(ctx) or f"every value tried is rejected: {rejected[0]}"
     else:
         no_effect = bool(valid) and all(v.same_as_current for v in valid)
-        reason = _why_no_effect(lv, ctx, base, plans, dest) if no_effect else _summary(base, valid)
+        reason = (
+            _why_no_effect(lv, ctx, base, plans, dest)
+            if no_effect
+            else _summary(base, valid, floors)
+        )
     return LeverEffect(
         name=lv.name,
         title=lv.title,
@@ -239,19 +247,27 @@ def _starts(o: Outcome) -> bool:
     return o.verdict == "ok" and o.free_gib >= 0
 
 
-def _summary(base: Outcome, valid: list[LeverValue]) -> str:
+def _summary(base: Outcome, valid: list[LeverValue], floors: Floors) -> str:
+    """One line per lever, judged as the fix judges (_explain/fix.py: the floors, then
+    best_outcome_key), so the table and the fix name the same best value."""
     diff = [(v.label, v.outcome) for v in valid if not v.same_as_current and v.outcome is not None]
     ok = [(label, o) for label, o in diff if _starts(o)]
     fail = [label for label, o in diff if not _starts(o)]
-    if not _starts(base):
-        if not ok:
+    if not floors.met(base):
+        good = [(label, o) for label, o in ok if floors.met(o)]
+        if not good:
+            if ok:
+                return (
+                    f"starts at {', '.join(label for label, _ in ok[:5])}, but below the fix's "
+                    f"floors ({floors.words()})"
+                )
             return "changes the pools, but no value tried makes it start"
-        best_label, best = max(ok, key=lambda lo: lo[1].effective_concurrency)
+        best_label, best = min(good, key=lambda lo: best_outcome_key(lo[1]))
         return (
-            f"starts at {', '.join(label for label, _ in ok[:5])}"
-            f"{' ...' if len(ok) > 5 else ''}; best {best_label}: "
-            f"effective concurrency {best.effective_concurrency:g}, "
-            f"{best.kv_tokens:,} KV tokens"
+            f"meets the fix's floors at {', '.join(label for label, _ in good[:5])}"
+            f"{' ...' if len(good) > 5 else ''}; best {best_label}: "
+            f"{best.effective_concurrency:g} full-context requests at once, "
+            f"{best.max_running_requests} running, {best.kv_tokens:,} KV tokens"
         )
     parts = []
     if ok:
@@ -265,6 +281,43 @@ def _summary(base: Outcome, valid: list[LeverValue]) -> str:
     if fail:
         parts.append(f"fails or runs out of memory at {', '.join(fail[:5])}")
     return "; ".join(parts) or "changes memory only"
+
+
+def _with_fix(e: LeverEffect, fix: Fix, base: Outcome, floors: Floors) -> LeverEffect:
+    """The fix's own values of this lever (its grid is finer than the table's), added to the
+    lever's values and marked, so the table's best is the fix's best."""
+    marks: dict[Any, list[str]] = {}
+    for role, c in (("the fix", fix.best), ("closest to what you asked", fix.minimal)):
+        if c is not None and len(c.changes) == 1 and c.changes[0].dest == e.dest:
+            marks.setdefault(c.changes[0].new, []).append(role)
+    if not marks:
+        return e
+    values = list(e.values)
+    for value, roles in marks.items():
+        cand = fix.best if "the fix" in roles else fix.minimal
+        assert cand is not None
+        i = next((k for k, v in enumerate(values) if v.args.get(e.dest) == value), None)
+        if i is None:
+            values.append(
+                LeverValue(
+                    label=fmt_value(value),
+                    args={e.dest: value},
+                    outcome=cand.outcome,
+                    delta_gib=delta(cand.outcome, base),
+                )  # fmt: skip
+            )
+            i = len(values) - 1
+        values[i] = values[i].model_copy(update={"fix": ", ".join(roles)})
+    if e.name != "parallelism":
+        values.sort(key=lambda v: _order(v.args.get(e.dest)))
+    reason = _summary(base, [v for v in values if v.outcome is not None], floors)
+    return e.model_copy(update={"values": values, "reason": reason})
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, value)
+    return (1, str(value))
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ def catalogue_for(engine: str) -> Catalogue:
 
     if engine == "sglang":
         from servefit._explain.levers import LEVERS, cli_tokens, flag_name
+        from servefit.engines.sglang.remedies import REMEDIES
 
         return Catalogue(
             engine="sglang",
@@ -40,9 +41,11 @@ def catalogue_for(engine: str) -> Catalogue:
             not_user_levers=frozenset(
                 {"model_path", "host", "port", "served_model_name", "trust_remote_code"}
             ),
+            remedies=REMEDIES,
         )
     if engine == "vllm":
         from servefit._explain.levers_vllm import LEVERS, cli_tokens, flag_name
+        from servefit.engines.vllm.remedies import REMEDIES
 
         return Catalogue(
             engine="vllm",
@@ -65,6 +68,7 @@ def catalogue_for(engine: str) -> Catalogue:
             not_user_levers=frozenset(
                 {"model", "model_tag", "host", "port", "served_model_name", "trust_remote_code"}
             ),
+            remedies=REMEDIES,
         )
     raise ArgumentError(f"servefit has no lever catalogue for {engine!r} (sglang, vllm)")
 

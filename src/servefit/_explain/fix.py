@@ -34,10 +34,14 @@ from servefit._explain.outcome import outcome, signature, starts
 from servefit._explain.replan import changed_dests, replan
 from servefit._explain.schema import Fix, FixCandidate, FixChange, GpusNeeded, Outcome
 from servefit.engines import registry
+from servefit.engines.remedy import remedy_for
 from servefit.errors import EngineRejection
 
 PAIR_GRID = 10  # values per lever in the pair search
 MAX_GPUS = 64  # the GPU-count search stops here
+# layouts whose own one-flag fix the GPU-count search tries (the first ones whose weights fit):
+# each is a search of every lever, so a failure no flag fixes must not pay it 64 counts long
+MAX_LAYOUT_FIXES = 4
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,8 @@ def ranking_line(floors: Floors) -> str:
     return (
         "minimal = the change closest to what you asked (a flag you set first, then the "
         "smallest relative change); best = the most full-context requests at once (whole "
-        "requests), then more running requests, then more KV tokens; both start with "
-        + floors.words()
+        "requests), then more running requests, then more KV tokens; both change one flag "
+        "(explain's lever table ranks its values the same way) and start with " + floors.words()
     )
 
 
@@ -104,8 +108,8 @@ def minimal_fix(
         if lv.fix_values is not None and (allow_lossy or not lv.lossy)
     ]
     target = before.target_context
-    tried = 0
-    singles: list[FixCandidate] = []
+    # what the engine's message names comes first: often the whole fix
+    singles, tried = _remedied(ctx, before, target, floors)
     moved: list[tuple[Lever, list[Option]]] = []
     for lv, fix_values in levers:
         opts = fix_values(ctx)
@@ -172,6 +176,34 @@ def served_elsewhere(ctx: Context) -> str | None:
     if others:
         return f"{what}, no registered {ref.name} release does; {'; '.join(others)} do"
     return f"{what}, and no registered release of any engine does"
+
+
+# ------------------------------------------------------------- what the engine's message names
+
+MAX_REMEDIES = 4  # failures in a row the search follows (context, then sequences, ...)
+
+
+def _remedied(
+    ctx: Context, before: Outcome, target: int, floors: Floors
+) -> tuple[list[FixCandidate], int]:
+    """Follow the engine's own messages (engines/remedy.py): apply the change the failure
+    names, re-plan, and again while the next failure names one. Nemotron-H-56B-Base-8K with
+    --max-model-len 9692 on vLLM: "the derived max_model_len (max_position_embeddings=8192"
+    gives --max-model-len 8192, whose "lower max_num_seqs to at most 175" gives the rest."""
+    args: dict[str, Any] = {}
+    error = before.error
+    for tried in range(1, MAX_REMEDIES + 1):
+        hit = remedy_for(ctx.catalogue.remedies, error)
+        if hit is None or all(args.get(k) == v for k, v in hit[1].items()):
+            return [], tried - 1
+        args = {**args, **hit[1]}
+        cand, o = _evaluate(ctx, args, None, target, floors)
+        if cand is not None:
+            return [cand], tried
+        if o is None or not o.error:
+            return [], tried
+        error = o.error
+    return [], MAX_REMEDIES
 
 
 # ------------------------------------------------------------------------------- candidates
@@ -245,16 +277,20 @@ def command_flags(changes: list[FixChange], tokens: Callable[[str, Any], list[st
     return " ".join(parts)
 
 
-def _best_key(c: FixCandidate) -> tuple[float, ...]:
-    o = c.outcome
+def best_outcome_key(o: Outcome) -> tuple[float, ...]:
+    """The best outcome: the most full-context requests at once (whole requests), then more
+    running requests, more KV tokens, more headroom. explain's lever table ranks by it too."""
     return (
         -math.floor(o.effective_concurrency),
         -o.max_running_requests,
-        c.context_loss,
         -o.kv_tokens,
         -o.free_gib,
-        len(c.changes),
     )
+
+
+def _best_key(c: FixCandidate) -> tuple[float, ...]:
+    floor_conc, running, kv, free = best_outcome_key(c.outcome)
+    return (floor_conc, running, c.context_loss, kv, free, len(c.changes))
 
 
 def _minimal_key(c: FixCandidate) -> tuple[bool, int, float, tuple[float, ...]]:
@@ -393,37 +429,51 @@ def weights_exceed(ctx: Context) -> bool:
 
 def gpus_needed(ctx: Context, floors: Floors, max_gpus: int = MAX_GPUS) -> GpusNeeded:
     """Count by count from the GPUs the launch uses (its other layouts first), every TP x PP
-    layout of the count (the engine refuses those its heads do not split): the first count at
-    which the weights alone fit, and the first at which a layout meets the floors (the best
-    layout of it)."""
+    layout of the count (the engine refuses those its model does not split: engines/*/layout.py):
+    the first count at which the weights alone fit, and the first at which a layout meets the
+    floors, as the launch asks or with one flag changed (the layout's own single-flag fix: the
+    seed on RTX 4090s starts at TP 4 with --max-running-requests 10, not only at TP 6 as is)."""
     cat = ctx.catalogue
     target = ctx.plan.pools.context_len
     # None while the weights do not fit: the launch's own GPUs hold them otherwise
     weights_at: int | None = None if weights_exceed(ctx) else ctx.world
     tried = 0
+    fixes_left = MAX_LAYOUT_FIXES
     now = (ctx.plan.hardware.tp_size, ctx.plan.hardware.pp_size)
     for n in range(ctx.world, max_gpus + 1):
-        found: list[tuple[int, int, Outcome]] = []
+        found: list[tuple[int, int, Outcome, dict[str, Any], str | None]] = []
         for tp in sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True):
             pp = n // tp
             if (tp, pp) == now:
                 continue
             tried += 1
-            p, _ = replan(ctx.request, Option("", {cat.tp_dest: tp, cat.pp_dest: pp}, n))
+            layout = {cat.tp_dest: tp, cat.pp_dest: pp}
+            p, _ = replan(ctx.request, Option("", layout, n))
             if p is None:
                 continue
             r = p.per_rank
-            if weights_at is None and r.weights_gib + r.draft_weights_gib < r.pre_load_free_gib:
+            fits = r.weights_gib + r.draft_weights_gib < r.pre_load_free_gib
+            if weights_at is None and fits:
                 weights_at = n
             o = outcome(p, target)
+            args = {**ctx.plan.user_args, **layout}
             if floors.met(o):
-                found.append((tp, pp, o))
+                found.append((tp, pp, o, args, None))
+            elif fits and fixes_left > 0:
+                fixes_left -= 1
+                fixed, n_tried = _layout_fix(ctx, p, args, n, floors)
+                tried += n_tried
+                if fixed is not None:
+                    found.append((tp, pp, fixed.outcome, fixed.args, fixed.command_flags))
         if found:
-            tp, pp, o = min(
+            tp, pp, o, args, flags = min(
                 found,
-                key=lambda f: (-math.floor(f[2].effective_concurrency), -f[2].max_running_requests),
+                key=lambda f: (
+                    f[4] is not None,  # a layout that starts as asked comes first
+                    -math.floor(f[2].effective_concurrency),
+                    -f[2].max_running_requests,
+                ),
             )
-            args = {**ctx.plan.user_args, cat.tp_dest: tp, cat.pp_dest: pp}
             if pp == 1:
                 args.pop(cat.pp_dest, None)
             return GpusNeeded(
@@ -433,7 +483,25 @@ def gpus_needed(ctx: Context, floors: Floors, max_gpus: int = MAX_GPUS) -> GpusN
                 num_gpus=n,
                 outcome=o,
                 args=args,
+                flags=flags,
                 max_gpus=max_gpus,
                 tried=tried,
             )
     return GpusNeeded(weights_gpus=weights_at, max_gpus=max_gpus, tried=tried)
+
+
+def _layout_fix(
+    ctx: Context, p: Any, args: dict[str, Any], n: int, floors: Floors
+) -> tuple[FixCandidate | None, int]:
+    """The best single-flag fix of a layout whose weights fit but which does not start as
+    asked (no pairs, no further GPU search)."""
+    from servefit._explain.catalogue import context_for
+    from servefit._explain.replan import apply
+
+    request = apply(ctx.request, args, n)
+    sub = context_for(request, p, ctx.model)
+    fix = minimal_fix(
+        sub, outcome(p, ctx.plan.pools.context_len), min_free_gib=floors.min_free_gib,
+        min_running=floors.min_running, pairs=False, gpus=False,
+    )  # fmt: skip
+    return fix.best, fix.tried

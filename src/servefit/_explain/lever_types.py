@@ -16,6 +16,7 @@ from servefit._plan.planner import PlanRequest
 from servefit._plan.schema import Plan
 from servefit.engines import registry
 from servefit.engines.base import Profile
+from servefit.engines.remedy import Remedy
 from servefit.model.spec import ModelSpec
 
 
@@ -101,6 +102,9 @@ class Catalogue:
     min_free_gib: float  # the headroom a fix or fit candidate must leave, unless told otherwise
     budget_notes: Callable[[Plan, bool], list[str]]  # (plan, failing) -> sentences
     not_user_levers: frozenset[str]  # user args that are not worth re-planning without
+    remedies: tuple[
+        Remedy, ...
+    ] = ()  # the engine's messages that name their fix (engines/remedy.py)
 
 
 def fmt_value(v: Any) -> str:

@@ -63,6 +63,8 @@ class LeverValue(_Frozen):
     same_as_current: bool = False  # pools, verdict and concurrency identical to the current plan
     delta_gib: dict[str, float] = Field(default_factory=dict)  # per-rank consumer change vs current
     note: str | None = None  # e.g. how the engine changed the value
+    # "the fix" / "closest to what you asked" when the fix (Fix.best / Fix.minimal) is this value
+    fix: str | None = None
 
 
 class LeverEffect(_Frozen):
@@ -117,6 +119,7 @@ class GpusNeeded(_Frozen):
     num_gpus: int | None = None
     outcome: Outcome | None = None
     args: dict[str, Any] = Field(default_factory=dict)  # the launch's args at that layout
+    flags: str | None = None  # the flag change that layout needs as well (None: as asked)
     max_gpus: int
     tried: int
 

@@ -1,10 +1,15 @@
 """Rank fit candidates, build the shown ones (flags, stranded memory, commands), the baseline,
 and the sweeps the HTML page draws.
 
-Ranking, best first: meets --concurrency; effective concurrency at the target context
-(min(running requests, KV tokens / context), capped at --concurrency, in whole requests); more
-headroom (0.5 GiB steps); fewer changed flags; more KV tokens. Only the best of each family
-(layout x set of changed flags) is kept, so the top few differ in kind, not in a decimal.
+Ranking, best first: meets --concurrency; the layout suits the nodes (TP inside a node, then
+pipeline stages only across nodes: the engines all-reduce every layer over TP, so TP belongs on
+a node's own interconnect, and a PP stage hands activations on once per step); effective
+concurrency at the target context (min(running requests, KV tokens / context), capped at
+--concurrency, in whole requests); more headroom (0.5 GiB steps); fewer changed flags; more KV
+tokens. Only the best of each family (layout x set of changed flags) is kept, so the top few
+differ in kind, not in a decimal. A candidate never sits at the edge: of the fractions that
+start with the same other flags, the highest FRACTION_MARGIN is left out (a cold plan is a few
+per cent off on real GPUs; the last 0.01 is where that error turns a start into an OOM).
 """
 
 from __future__ import annotations
@@ -41,11 +46,20 @@ def changed(space: FitSpace, args: dict[str, Any]) -> list[str]:
     )
 
 
-def key(req: FitRequest, space: FitSpace, e: Eval) -> tuple[bool, float, int, int, int, float]:
+FRACTION_MARGIN = 0.01
+
+
+def layout_suits_nodes(req: FitRequest, tp: int, pp: int) -> tuple[bool, int]:
+    """(TP inside one node, minus the pipeline stages beyond one per node): higher is better."""
+    return tp <= req.per_node, -max(0, pp - req.nodes)
+
+
+def key(req: FitRequest, space: FitSpace, e: Eval) -> tuple[Any, ...]:
     o = e.outcome
     meets = req.concurrency is None or o.max_running_requests >= req.concurrency
     return (
         meets,
+        *layout_suits_nodes(req, e.tp, e.pp),
         effective(req, o),
         math.floor(o.free_gib / 0.5),
         -len(changed(space, e.args)),
@@ -54,9 +68,35 @@ def key(req: FitRequest, space: FitSpace, e: Eval) -> tuple[bool, float, int, in
     )
 
 
+RANKING = (
+    "ranked: meets --concurrency; TP inside a node, then no more pipeline stages than nodes; "
+    "the most full-context requests at once (whole requests); more headroom; fewer flags; more "
+    "KV tokens. The memory fraction stays {margin:g} below the highest that starts"
+)
+
+
+def off_the_edge(ok: list[Eval], margin: float = FRACTION_MARGIN) -> list[Eval]:
+    """The candidates less the ones within `margin` of the highest fraction that starts with
+    the same other flags (kept when nothing lower starts)."""
+    ceiling: dict[tuple[Any, ...], float] = {}
+    for e in ok:
+        if e.fraction is not None:
+            g = (e.tp, e.pp, e.outer, e.running, e.state)
+            ceiling[g] = max(ceiling.get(g, 0.0), e.fraction)
+    keep = [
+        e
+        for e in ok
+        if e.fraction is None
+        or e.fraction <= ceiling[(e.tp, e.pp, e.outer, e.running, e.state)] - margin + 1e-9
+    ]
+    kept = {(e.tp, e.pp, e.outer, e.running, e.state) for e in keep}
+    # a group whose only starting fraction is its ceiling keeps it
+    return keep + [e for e in ok if (e.tp, e.pp, e.outer, e.running, e.state) not in kept]
+
+
 def rank(req: FitRequest, space: FitSpace, ok: list[Eval]) -> list[Eval]:
     out, families = [], set()
-    for e in sorted(ok, key=lambda x: key(req, space, x), reverse=True):
+    for e in sorted(off_the_edge(ok), key=lambda x: key(req, space, x), reverse=True):
         fam = (e.tp, e.pp, tuple(changed(space, e.args)))
         if fam in families:
             continue

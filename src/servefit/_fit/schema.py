@@ -80,3 +80,4 @@ class FitResult(_Frozen):
     sweeps: list[Sweep] = Field(default_factory=list)
     note: str | None = None
     gpus_note: str | None = None  # how the GPU count was picked when --num-gpus was not given
+    ranking: str = ""  # how the candidates are ordered (_fit/rank.py:RANKING), one line

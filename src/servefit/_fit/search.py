@@ -181,6 +181,7 @@ def _fit(req: FitRequest) -> FitResult:
         beats_baseline=beats,
         sweeps=ranking.sweeps(ranked[0], evals, space, profile, req.concurrency) if ranked else [],
         note=None if best else _nothing_note(req, notes),
+        ranking=ranking.RANKING.format(margin=ranking.FRACTION_MARGIN),
     )
 
 
@@ -277,7 +278,7 @@ def _why_none(p0: Plan, mine: list[Eval]) -> str:
     fails = [e for e in mine if e.outcome.verdict != "ok"]
     if fails and len(fails) == len(mine):
         o = fails[-1].outcome
-        return f"no candidate starts: {o.error_consumer or (o.error or '')[:80]}"
+        return f"no candidate starts: {o.error_consumer or (o.error or '').split(' (', 1)[0]}"
     return "no candidate leaves the required headroom"
 
 
@@ -285,6 +286,6 @@ def _nothing_note(req: FitRequest, notes: list[LayoutNote]) -> str:
     why = "; ".join(f"TP {n.tp_size} x PP {n.pp_size}: {n.rejected}" for n in notes if n.rejected)
     return (
         f"nothing starts on {req.nodes} x {req.num_gpus} GPUs at context {req.context:,} with "
-        f"{req.min_free_gib:g} GiB headroom ({why}). Try more GPUs, a shorter --context, "
+        f"{req.min_free_gib:g} GiB headroom ({why}). Try more GPUs, a shorter --context-length, "
         "--allow-lossy, or a quantized checkpoint."
     )

@@ -15,6 +15,10 @@ release at once:
 3. Counts are never negative: slots, tokens, blocks and running requests of a pool the engine
    never allocated are 0, and so are the GiB of an allocation that did not happen. Budgets may
    stay negative: "short by" is their meaning.
+
+Throughout, one rank's rows partition its GPU: the allocations, the memory outside torch and
+the CUDA graphs, what was in use before loading (total - pre_load_free) and free_gib add up
+to total_gib. An allocation set to 0 here gives its memory back to free_gib.
 """
 
 from __future__ import annotations
@@ -89,9 +93,17 @@ def allocations_exceed(per_rank: PerRank, gpu: GPUSpec) -> tuple[str, str, str] 
     return None
 
 
+# What vLLM keeps besides its pools (PerRank): nothing of it exists when the weights fail to load.
+_OUTSIDE_POOLS = ("non_torch_gib", "graphs_gib", "activation_gib")
+
+
 def clamp(per_rank: PerRank, pools: Pools) -> tuple[PerRank, Pools]:
-    """Rule 3: negative counts and negative allocations become 0."""
-    rank_fix = {f: 0.0 for f, _ in _ALLOCATIONS if getattr(per_rank, f) < 0}
+    """Rule 3: negative counts and negative allocations become 0; a negative allocation was
+    counted in free_gib (pre-load free less the allocations), so free_gib loses it too."""
+    rank_fix: dict[str, float] = {f: 0.0 for f, _ in _ALLOCATIONS if getattr(per_rank, f) < 0}
+    if rank_fix:
+        given_back = sum(getattr(per_rank, f) for f in rank_fix)
+        rank_fix["free_gib"] = per_rank.free_gib + given_back
     pool_fix = {
         f: 0 if isinstance(getattr(pools, f), int) else 0.0
         for f in _COUNTS
@@ -109,7 +121,7 @@ def possible(sizing: Sizing, memory: MemoryInputs, gpu: GPUSpec) -> Sizing:
     no_room = weights_do_not_fit(memory, gpu)
     if no_room is not None:
         error, consumer, detail = no_room
-        loaded = {f: 0.0 for f, _ in _ALLOCATIONS[1:]}
+        loaded = {f: 0.0 for f, _ in _ALLOCATIONS[1:]} | dict.fromkeys(_OUTSIDE_POOLS, 0.0)
         per_rank = sizing.per_rank.model_copy(
             update={**loaded, "free_gib": memory.pre_load_free_gib - memory.weights_gib}
         )

@@ -78,6 +78,13 @@ class PerRank(_Frozen):
     req_to_token_gib: float = 0.0
     reserved_gib: float  # pre_load_free * (1 - mem_fraction_static): activations, graphs, slack
     free_gib: float  # predicted free after all pools (the engine's "Memory pool end avail mem")
+    # vLLM's memory outside torch's pools that stays allocated (NCCL, cuBLAS workspaces) and its
+    # CUDA graphs: with the allocations above, the CUDA context and free_gib they partition the
+    # GPU. The activation peak is transient: its memory is free again at rest (inside free_gib).
+    # 0 for SGLang, whose graphs and activations come out of free_gib.
+    non_torch_gib: float = 0.0
+    graphs_gib: float = 0.0
+    activation_gib: float = 0.0
 
 
 class Pools(_Frozen):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from servefit.cli.inputs import plan_options, request_from_cli
-from servefit.cli.output import emit, format_options
+from servefit.cli.output import emit, format_options, require_html
 from servefit.validate import COUNT, GIB_OR_ZERO
 
 EPILOG = """\b
@@ -66,6 +66,7 @@ def explain(
     from servefit._explain.analysis import explain_request
     from servefit.report.explain_view import explain_shell, render_explanation
 
+    require_html(html_path)
     request = request_from_cli(ctx, opts)
     result = explain_request(
         request,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from servefit.cli.fit_inputs import fit_options
-from servefit.cli.output import emit, format_options
+from servefit.cli.output import emit, format_options, require_html
 
 EPILOG = """\b
 Examples:
@@ -38,5 +38,6 @@ def fit(ctx: click.Context, fmt: str, html_path: str | None, **opts) -> None:
     from servefit.cli.fit_inputs import fit_request_from_cli
     from servefit.report.fit_view import render_fit, render_fit_shell
 
+    require_html(html_path)
     result = run_fit(fit_request_from_cli(ctx, opts))
     emit(ctx, result, fmt, html_path, render_fit, bool(result.best), render_fit_shell)

@@ -36,11 +36,13 @@ def fit_options(f):
         ),
         click.option(
             "-c",
+            "--context-length",
             "--context",
+            "context",
             type=COUNT,
             default=None,
-            help="Target context length (default: the baseline's --context-length / "
-            "--max-model-len).",
+            help="Target context length, as plan and explain spell it (default: the "
+            "baseline's --context-length / --max-model-len).",
         ),
         click.option(
             "--concurrency",
@@ -175,7 +177,7 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         raise ArgumentError("pass --num-gpus N (GPUs per node) with --nodes")
     context = opts.get("context") or base.get(space.catalogue.context_dest)
     if not context or context == -1:
-        raise ArgumentError("pass --context L (the context length to serve)")
+        raise ArgumentError("pass --context-length L (the context length to serve)")
     spec = opts.get("spec")
     steps = opts.get("spec_steps")
     draft = opts.get("draft_model")

@@ -271,6 +271,12 @@ def launch(
 @click.command("stop")
 @click.argument("run_ref", metavar="[RUN]", required=False)
 @click.option(
+    "--all",
+    "stop_all",
+    is_flag=True,
+    help="Stop every run of this runs directory that is running (only what servefit started).",
+)
+@click.option(
     "--grace",
     type=SECONDS_OR_ZERO,
     default=None,
@@ -281,6 +287,7 @@ def launch(
 @_runs_dir_option
 def stop(
     run_ref: str | None,
+    stop_all: bool,
     grace: float | None,
     port_timeout: float,
     gpu_timeout: float,
@@ -290,28 +297,39 @@ def stop(
     from servefit.errors import ArgumentError
     from servefit.launch.liveness import run_is_live
     from servefit.launch.rundir import list_runs, resolve
-    from servefit.launch.stop import stop_run
 
     root = _runs_root(runs_dir)
-    if run_ref is None:
+    if stop_all and run_ref is not None:
+        raise ArgumentError("give a RUN or --all, not both")
+    if run_ref is not None:
+        runs = [resolve(root, run_ref)]
+    else:
         # live: its engine runs, or it has not ended and its supervisor runs (a run whose
         # supervisor and engine are both gone is not running, whatever its record says)
-        active = [r for r in list_runs(root) if (rec := _readable(r)) and run_is_live(rec)]
-        if not active:
+        runs = [r for r in list_runs(root) if (rec := _readable(r)) and run_is_live(rec)]
+        if not runs:
             click.echo("no run is running")
             return
-        if len(active) > 1:
-            ids = ", ".join(r.id for r in active)
-            raise ArgumentError(f"several runs are running ({ids}); name the one to stop")
-        run = active[0]
-    else:
-        run = resolve(root, run_ref)
+        if len(runs) > 1 and not stop_all:
+            ids = ", ".join(r.id for r in runs)
+            raise ArgumentError(
+                f"several runs are running ({ids}); name the one to stop, or pass --all"
+            )
+    held = [_stop_one(run, grace, port_timeout, gpu_timeout) for run in runs]
+    if any(held):
+        sys.exit(1)
+
+
+def _stop_one(run: RunDir, grace: float | None, port_timeout: float, gpu_timeout: float) -> bool:
+    """Stop one run and say how it went; True when its port or GPU memory is still held."""
+    from servefit.launch.stop import stop_run
+
     result = stop_run(run, grace_s=grace, port_timeout_s=port_timeout, gpu_timeout_s=gpu_timeout)
     if not result.was_running:
         click.echo(f"{run.id}: not running ({result.state})")
         for note in result.notes:
             click.echo(f"  {note}")
-        return
+        return False
     how = " then ".join(result.signals)
     escalated = " (it ignored SIGTERM for the grace period)" if result.escalated else ""
     click.echo(
@@ -328,8 +346,7 @@ def stop(
         click.echo(f"  GPU memory {'released' if result.gpu_released else 'still held'}")
     for note in result.notes:
         click.echo(f"  {note}")
-    if result.port_closed is False or result.gpu_released is False:
-        sys.exit(1)
+    return result.port_closed is False or result.gpu_released is False
 
 
 def _readable(run: RunDir) -> RunRecord | None:

@@ -230,11 +230,13 @@ def main(argv: list[str] | None = None) -> None:
 
             rejection(str(exc), hints, _format_of(argv))
             sys.exit(exc.exit_code)
+        _json_error(argv, str(exc), exc.exit_code)
         click.echo(f"servefit: error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        _json_error(argv, exc.format_message(), 2)
         exc.show()
         sys.exit(2)
     except click.exceptions.Abort:
@@ -255,6 +257,15 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(3)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _json_error(argv: list[str], message: str, code: int) -> None:
+    """With --format json, an error is also one JSON object on stdout, so a script that reads
+    stdout gets `{"error": ..., "exit": N}` instead of nothing (the stderr line stays)."""
+    if _format_of(argv) == "json":
+        import json
+
+        click.echo(json.dumps({"error": message, "exit": code}))
 
 
 def _format_of(argv: list[str]) -> str:

@@ -36,6 +36,21 @@ def emit(
     ctx.exit(0 if ok else 1)
 
 
+def require_html(html_path: str | None) -> None:
+    """--html needs plotly: say so before a search of seconds, not after it (the module is
+    found, not imported, so the check costs nothing on the CLI's path)."""
+    if not html_path:
+        return
+    from importlib.util import find_spec
+
+    from servefit.errors import ServefitError
+
+    if find_spec("plotly") is None:
+        raise ServefitError(
+            "--html needs the plotly package: pip install 'servefit[html]' (or pip install plotly)"
+        )
+
+
 SHELL_HELP = "shell: only the recommended launch command(s), ready to paste or pipe."
 
 

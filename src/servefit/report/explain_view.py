@@ -85,7 +85,8 @@ def _outcome_cells(o: Outcome | None, rejected: str | None) -> list[str]:
     if o is None:
         return ["rejected", "-", "-", "-", "-", rejected or ""]
     if o.verdict != "ok":
-        return ["FAIL", "-", "-", "-", "-", f"cause: {o.error_consumer or 'start-up'}"]
+        why = o.error_consumer or _refusal(o.error)
+        return ["FAIL", "-", "-", "-", "-", f"cause: {why}"]
     return [
         "starts" if o.free_gib >= 0 else "OOM",
         f"{o.kv_tokens:,}",
@@ -94,6 +95,14 @@ def _outcome_cells(o: Outcome | None, rejected: str | None) -> list[str]:
         f"{o.free_gib:.2f}",
         "",
     ]
+
+
+def _refusal(error: str | None) -> str:
+    """What the engine refused, without the citation servefit adds in parentheses."""
+    if not error:
+        return "start-up"
+    text = error.split(" (", 1)[0]
+    return text if len(text) <= 100 else text[:99] + "…"
 
 
 def values_table(e: Explanation) -> Grid:
@@ -149,7 +158,8 @@ def _value_note(v: LeverValue, fallback: str) -> str:
         return v.rejected
     if v.same_as_current:
         return "same as now" + (f" ({v.note})" if v.note else "")
-    return _delta(v.delta_gib) if v.outcome and v.outcome.verdict == "ok" else fallback
+    text = _delta(v.delta_gib) if v.outcome and v.outcome.verdict == "ok" else fallback
+    return f"{v.fix.upper()}: {text}" if v.fix else text
 
 
 def flags_table(e: Explanation) -> Grid:

@@ -160,6 +160,8 @@ def render_fit(r: FitResult, console: Console | None = None) -> None:
         return
     console.print()
     console.print(best_table(r))
+    if r.ranking:
+        console.print(Para(r.ranking[:1].upper() + r.ranking[1:] + ".", style="dim"))
     if r.baseline is not None:
         console.print()
         console.print(side_by_side(r))

@@ -47,7 +47,8 @@ def gpus_words(g: GpusNeeded, gpu: str, world: int) -> str | None:
         if weights
         else f"{more} ({gpu}), the smallest layout that starts"
     )
-    return f"{lead}: {layout} on {g.num_gpus} GPUs, {outcome_words(g.outcome)}"
+    also = f" with {g.flags}" if g.flags else ""
+    return f"{lead}: {layout} on {g.num_gpus} GPUs{also}, {outcome_words(g.outcome)}"
 
 
 def fix_lines(fix: Fix, gpu: str, world: int) -> tuple[str, ...]:

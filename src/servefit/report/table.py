@@ -75,6 +75,42 @@ def _was(x: object) -> str:
     return "unset" if x is None else num(x)
 
 
+def memory_rows(plan: Plan) -> list[tuple[str, float]]:
+    """The rows that partition one rank's GPU memory: what the engine allocated, what was in
+    use before it loaded anything, and what is left free. They add up to the GPU's total."""
+    r = plan.per_rank
+    rows = [
+        ("weights", r.weights_gib),
+        ("KV cache", r.kv_cache_gib),
+        ("mamba/linear state", r.mamba_state_gib),
+        ("speculative state", r.spec_state_gib),
+        ("draft weights", r.draft_weights_gib),
+        ("draft KV cache", r.draft_kv_gib),
+        ("req_to_token", r.req_to_token_gib),
+        ("memory outside torch (NCCL, cuBLAS)", r.non_torch_gib),
+        ("CUDA graphs", r.graphs_gib),
+    ]
+    out = [(name, val) for name, val in rows if val or name in ("weights", "KV cache")]
+    before = (
+        "in use on the node before start (other processes)"
+        if plan.hardware.cpu_node is not None
+        else "not available before load (CUDA/NCCL)"
+    )
+    out.append((before, r.total_gib - r.pre_load_free_gib))
+    out.append(("free after pools (graphs, activations)" if not _is_vllm(plan)
+                else "free after pools (activations)", r.free_gib))  # fmt: skip
+    return out
+
+
+def within_free(plan: Plan) -> tuple[str, float] | None:
+    """vLLM's profiled activation peak: inside its budget, but transient, so at rest its memory
+    is part of the free row; shown under it and not counted again."""
+    r = plan.per_rank
+    if not _is_vllm(plan) or not 0 < r.activation_gib <= r.free_gib:
+        return None
+    return "(within the free) the activation peak vLLM profiled, transient", r.activation_gib
+
+
 def memory_table(plan: Plan, floor_gib: float) -> Grid:
     r = plan.per_rank
     title = "Memory per GPU rank (GiB)"
@@ -87,36 +123,16 @@ def memory_table(plan: Plan, floor_gib: float) -> Grid:
     def pct(v: float) -> str:
         return f"{100 * v / r.total_gib:.1f}"
 
-    rows = [
-        ("weights", r.weights_gib),
-        ("KV cache", r.kv_cache_gib),
-        ("mamba/linear state", r.mamba_state_gib),
-        ("speculative state", r.spec_state_gib),
-        ("draft weights", r.draft_weights_gib),
-        ("draft KV cache", r.draft_kv_gib),
-        ("req_to_token", r.req_to_token_gib),
-    ]
-    for name, val in rows:
-        if val or name in ("weights", "KV cache"):
-            t.add(name, gib(val), pct(val))
-    t.add(
-        "profiling peak + non-torch + CUDA-graph estimate"
-        if _is_vllm(plan)
-        else "reserved (1 - mem_fraction_static)",
-        gib(r.reserved_gib),
-        pct(r.reserved_gib),
-        style="dim",
-    )
-    pre = r.total_gib - r.pre_load_free_gib
-    before = (
-        "in use on the node before start (other processes)"
-        if plan.hardware.cpu_node is not None
-        else "not available before load (CUDA/NCCL)"
-    )
-    t.add(before, gib(pre), pct(pre), style="dim")
+    *used, (free_name, free) = memory_rows(plan)
+    for name, val in used:
+        dim = name.startswith(("not available", "in use on the node"))
+        t.add(name, gib(val), pct(val), style="dim" if dim else "")
     ok = plan.verdict == "ok"
-    style = "red" if r.free_gib < 0 else ("yellow" if r.free_gib < floor_gib or not ok else "")
-    t.add("free after pools (graphs, activations)", gib(r.free_gib), pct(r.free_gib), style=style)
+    style = "red" if free < 0 else ("yellow" if free < floor_gib or not ok else "")
+    t.add(free_name, gib(free), pct(free), style=style)
+    inner = within_free(plan)
+    if inner is not None:
+        t.add(inner[0], gib(inner[1]), "", style="dim")
     return t
 
 
@@ -159,6 +175,12 @@ def pools_table(plan: Plan) -> Grid:
         return vllm_pools_table(plan)
     p = plan.pools
     t = _pool_grid("Pools (per rank)")
+    if plan.per_rank.reserved_gib:
+        # SGLang's budget arithmetic, not an allocation: the memory table's free row holds it
+        t.add(
+            "reserve (1 - mem_fraction_static)",
+            f"{plan.per_rank.reserved_gib:,.2f} GiB",
+        )
     t.add("budget for state + KV", f"{p.budget_gib:,.2f} GiB")
     t.add(
         "left for the KV pool after the state",

@@ -266,24 +266,6 @@ def kv_cell_size(model: ModelSpec, attn_tp: int, num_layers: int, kv_dtype: str)
     return cell
 
 
-def check_heads_divisible(model: ModelSpec, attn_tp: int) -> None:
-    """The model code asserts total heads % tp == 0 (e.g. sglang/srt/models/qwen3_next.py
-    Qwen3GatedDeltaNet / attention layers use divide(total_num_heads, tp_size))."""
-    attn = model.first_attention()
-    if attn is not None and attn.num_heads % attn_tp != 0:
-        raise EngineRejection(
-            f"--tp-size {attn_tp} does not divide the {attn.num_heads} attention heads of {model.name}"
-        )
-    kv = getattr(attn, "num_kv_heads", None)
-    if kv and kv >= attn_tp and kv % attn_tp != 0:
-        raise EngineRejection(
-            f"--tp-size {attn_tp} does not divide the {kv} KV heads of {model.name}"
-        )
-    rec = model.first_recurrent()
-    if rec is not None:
-        rec.state_shapes(attn_tp)  # raises EngineRejection when the state heads don't split
-
-
 def gib(nbytes: float) -> float:
     return nbytes / GiB
 

@@ -24,8 +24,9 @@ from servefit.engines.base import (
     SizePools,
 )
 from servefit.engines.flagtable import read_architectures
-from servefit.engines.sglang.common import check_heads_divisible, pp_indices
+from servefit.engines.sglang.common import pp_indices
 from servefit.engines.sglang.flags import load_flags, parse_argv
+from servefit.engines.sglang.layout import LayoutRules, check_layout
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
@@ -63,6 +64,7 @@ def declare(
     log_format: frozenset[LogFeature],
     renames: Mapping[str, str] | None = None,
     check_config: Callable[[ModelSpec], None] | None = None,
+    layout: LayoutRules | None = None,
 ) -> Profile:
     """The Profile of SGLang `version`, whose package provides its resolution and sizing;
     `check_config`: a config the release cannot load (EngineRejection), checked with the
@@ -79,7 +81,7 @@ def declare(
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
-        check_model=partial(check_model, version, archs, check_config),
+        check_model=partial(check_model, version, archs, check_config, layout or LayoutRules()),
         resolve_args=resolve_args,
         memory_inputs=memory_inputs,
         size_pools=size_pools,
@@ -157,14 +159,16 @@ def check_model(
     version: str,
     architectures: frozenset[str],
     check_config: Callable[[ModelSpec], None] | None,
+    layout: LayoutRules,
     model: ModelSpec,
     sizes: ParallelSizes,
 ) -> None:
-    """What SGLang `version` refuses before it profiles memory (EngineRejection)."""
+    """What SGLang `version` refuses before it profiles memory (EngineRejection): a model it
+    does not register or cannot load, a layout it cannot build the model in (layout.py)."""
     check_architecture(version, architectures, model)
     if check_config is not None:
         check_config(model)
-    check_heads_divisible(model, sizes.attn_tp)
+    check_layout(model, sizes, layout)
 
 
 def check_architecture(version: str, architectures: frozenset[str], model: ModelSpec) -> None:

@@ -457,6 +457,9 @@ def _sizing(
         mamba_state_gib=pool * mamba_share / GiB,
         reserved_gib=nonkv.activation + nonkv.non_torch + (nonkv.cudagraph if cg_on else 0.0),
         free_gib=free_after,
+        non_torch_gib=nonkv.non_torch,
+        graphs_gib=nonkv.cudagraph if v["_graphs"] else 0.0,
+        activation_gib=nonkv.activation,
     )
     pools = _pools(model, v, layout, run)
     consumers = _consumers(layout, nonkv, cg_on, loaded, num_blocks)

@@ -24,6 +24,7 @@ from servefit.engines.base import (
 from servefit.engines.flagtable import read_architectures
 from servefit.engines.vllm import common, planning, resolve
 from servefit.engines.vllm.flags import load_flags, parse_argv
+from servefit.engines.vllm.layout import LayoutRules, check_layout
 from servefit.engines.vllm.levers import LEVERS as VLLM_LEVERS
 from servefit.engines.vllm.memory import memory_inputs
 from servefit.errors import EngineRejection, EngineVersionError
@@ -60,6 +61,7 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         return planning.size(model, gpus, resolved, memory, rules)
 
     dests = {f.dest for f in flags}
+    layout = LayoutRules(fp8_moe_block_refine=rules.FP8_MOE_BLOCK_REFINE)
     profile = Profile(
         engine=ENGINE,
         version=version,
@@ -70,7 +72,7 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
-        check_model=partial(check_model, archs),
+        check_model=partial(check_model, archs, layout),
         resolve_args=resolve_args,
         memory_inputs=memory_inputs,
         size_pools=size_pools,
@@ -94,7 +96,8 @@ def _for_release(profile: Profile, release: str) -> Profile:
         return profile
     if archs == profile.architectures:
         return profile
-    return replace(profile, architectures=archs, check_model=partial(check_model, archs))
+    _, layout = profile.check_model.args  # type: ignore[attr-defined]
+    return replace(profile, architectures=archs, check_model=partial(check_model, archs, layout))
 
 
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
@@ -104,11 +107,15 @@ def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
     return ParallelSizes(tp=tp, pp=pp, dp=dp, ep=ep, world=tp * pp * dp, attn_tp=tp)
 
 
-def check_model(architectures: frozenset[str], model: ModelSpec, sizes: ParallelSizes) -> None:
+def check_model(
+    architectures: frozenset[str], layout: LayoutRules, model: ModelSpec, sizes: ParallelSizes
+) -> None:
     """What vLLM refuses before it profiles memory (EngineRejection): an architecture it does
-    not register, attention heads its TP does not split."""
+    not register, attention heads its TP does not split (config time), a layout its worker
+    cannot build the model in (layout.py)."""
     check_architecture(architectures, model)
     common.check_heads_divisible(model, sizes.tp)
+    check_layout(model, sizes, layout)
 
 
 def check_architecture(architectures: frozenset[str], model: ModelSpec) -> None:

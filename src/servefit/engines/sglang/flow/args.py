@@ -18,6 +18,7 @@ from servefit.engines.sglang import common
 from servefit.engines.sglang.flow import heuristics as h
 from servefit.engines.sglang.flow import mamba_handler
 from servefit.engines.sglang.flow.rules import Rules
+from servefit.engines.sglang.layout import check_pp_speculative
 from servefit.errors import UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
@@ -150,6 +151,7 @@ def _pipeline(
         raise common.EngineError("ValueError: --swa-full-tokens-ratio should be in range (0, 1.0].")
     v["context_len"] = common.context_len(model, v["context_length"], env)
     # validation_hook.py:check_server_args
+    check_pp_speculative(v, env, rules.pp_spec)
     if (
         v["chunked_prefill_size"] > 0
         and v["disaggregation_mode"] != "decode"

@@ -51,4 +51,5 @@ def declare(rules: Rules) -> Profile:
         size_pools=size_pools,
         renames=rules.renames,
         log_format=rules.log_format,
+        layout=rules.layout,
     )

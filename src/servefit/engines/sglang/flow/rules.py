@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.engines.base import LogFeature
+from servefit.engines.sglang.layout import LayoutRules
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,14 @@ class Rules:
     # the breakable prefill CUDA graph's compatibility checks, in the release's order, by their
     # names in flow/heuristics.py:BREAKABLE_CHECKS (cuda_graph_hook.py:
     # apply_cuda_graph_compatibility, disable_breakable_cudagraph_if_incompatible)
+    # the layouts it cannot build the model in (engines/sglang/layout.py)
+    layout: LayoutRules = LayoutRules()
+    # check_server_args with --pp-size > 1 and speculative decoding on a GPU:
+    # "prefill_only" (arg_groups/validation_hook.py:check_pipeline_parallel_compat, 0.5.21 on:
+    # EAGLE (NEXTN) only, and only on a disaggregated prefill node unless SGLANG_ENABLE_PP_SPEC)
+    # | "refused" (server_args.py / validation_hook.py:check_server_args up to 0.5.20: no
+    # speculative decoding at all with PP)
+    pp_spec: str = "prefill_only"
     breakable_checks: tuple[str, ...] = (
         "pp",
         "kda_except_glm5_next",

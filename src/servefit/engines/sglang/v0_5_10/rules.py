@@ -20,6 +20,9 @@ DRAFT_IN_TARGET_ARCHS = frozenset({
 RULES = replace(
     newer.RULES,
     version=VERSION,
+    # server_args.py:ServerArgs.check_server_args: PP also refuses --enable-mixed-chunk, and
+    # says so ("..., speculative decoding, mixed chunked prefill.")
+    pp_spec="refused_mixed_chunk",
     draft_in_target_archs=DRAFT_IN_TARGET_ARCHS,
     # server_args.py:_handle_mamba_radix_cache: spec + no_buffer + radix is a ValueError on
     # every platform; no page_size=1 override; FlashInfer GDN decode refuses no_buffer

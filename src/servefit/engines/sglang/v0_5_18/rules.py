@@ -22,6 +22,9 @@ _NO_MAMBA_RADIX = {
 RULES: Rules = replace(
     newer.RULES,
     version=VERSION,
+    # models/kimi_linear.py:KimiDeltaAttention.__init__: `assert self.num_heads % self.tp_size
+    # == 0`, a bare assert (the ValueError of _get_kda_local_num_heads appears in 0.5.19)
+    layout=replace(newer.RULES.layout, kda_value_error=False),
     # server_args.py:ServerArgs._handle_gpu_memory_settings: no PP cap of the prefill graph
     # (_DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS appears in 0.5.19)
     pp_prefill_graph_cap=False,

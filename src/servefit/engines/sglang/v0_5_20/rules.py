@@ -15,6 +15,9 @@ _NOT_YET = {"BailingMoeV3VLForConditionalGeneration"}  # registered from 0.5.21 
 RULES: Rules = replace(
     newer.RULES,
     version=VERSION,
+    # arg_groups/validation_hook.py:check_server_args (non-NPU): `assert
+    # cfg.disable_overlap_schedule and cfg.speculative_algorithm is None` with PP
+    pp_spec="refused",
     # arg_groups/overrides.py:_MAMBA_RADIX_CACHE_ARCHS, _MAMBA_EXTRA_BUFFER_ARCHS (no Inkling)
     mamba_radix_archs=newer.RULES.mamba_radix_archs - _NOT_YET,
     extra_buffer_archs=newer.RULES.extra_buffer_archs

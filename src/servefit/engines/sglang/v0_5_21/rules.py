@@ -13,6 +13,10 @@ VERSION = "0.5.21"
 RULES: Rules = replace(
     newer.RULES,
     version=VERSION,
+    # layers/vocab_parallel_embedding.py:VocabParallelEmbedding.__init__ pads the vocabulary to
+    # 64 x tp only on CPU (`if _is_cpu and pad_vocab_size(...) % self.tp_size != 0`): on GPUs
+    # divide(pad64(vocab), tp) in vocab_range_from_global_vocab_size must hold
+    layout=replace(newer.RULES.layout, vocab_pads_to_tp=False),
     # arg_groups/memory_hook.py:handle_gpu_memory_settings: no clamp of the default decode
     # max_bs to an explicit --max-running-requests (0.5.22 adds decode_max_bs_is_default)
     decode_bs_clamp=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from servefit.engines.base import LogFeature
+from servefit.engines.sglang.layout import LayoutRules
 from servefit.engines.sglang.profile import declare
 from servefit.engines.sglang.v0_5_9.args import check_nemotron_h_layout, resolve_args
 from servefit.engines.sglang.v0_5_9.pools import size_pools
@@ -16,6 +17,9 @@ PROFILE = declare(
     size_pools=size_pools,
     log_format=frozenset({LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY, LogFeature.LOAD_END_DTYPE}),
     check_config=check_nemotron_h_layout,
+    # layers/vocab_parallel_embedding.py:VocabParallelEmbedding.__init__ pads to 64 x tp only
+    # on CPU; models/kimi_linear.py:KimiDeltaAttention.__init__ bare-asserts the KDA heads
+    layout=LayoutRules(vocab_pads_to_tp=False, kda_value_error=False),
 )
 FLAGS = PROFILE.flags
 

@@ -12,6 +12,7 @@ from typing import Any
 from servefit.engines.base import ResolvedArgs
 from servefit.engines.recorder import Recorder
 from servefit.engines.sglang import common
+from servefit.engines.sglang.layout import check_pp_speculative
 from servefit.errors import EngineRejection, UnsupportedModelError
 from servefit.hardware.spec import GPUSet
 from servefit.model.layers import MLA
@@ -207,6 +208,10 @@ def resolve_args(
     except common.EngineError as exc:
         error = error or str(exc)
         v.setdefault("context_len", common.derived_context_len(model))
+    try:  # check_server_args, the last step of __post_init__
+        check_pp_speculative(v, env, "refused_mixed_chunk")
+    except common.EngineError as exc:
+        error = error or str(exc)
     # --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (_handle_environment_variables).
     mem_env = {k: env[k] for k in ENV_VARS if k in env}
     if v["mamba_ssm_dtype"] is not None:

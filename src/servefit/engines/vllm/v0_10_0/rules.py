@@ -29,6 +29,10 @@ def _v1_requested(env: dict[str, str]) -> bool:
 class Rules:
     VERSION = "0.10.0"
 
+    # quantization/fp8.py:Fp8MoEMethod.create_weights raises when a block-FP8 expert partition
+    # holds no whole blocks (engines/vllm/layout.py); 0.29.0 refines the scales instead
+    FP8_MOE_BLOCK_REFINE = False
+
     # ------------------------------------------------------------------------------------------
     # Which engine runs at all
     # ------------------------------------------------------------------------------------------

@@ -14,6 +14,10 @@ from servefit.model.spec import ModelSpec
 class Rules(previous.Rules):
     VERSION = "0.29.0"
 
+    # fused_moe/oracle/fp8.py:refine_fp8_moe_block_shape (new in 0.29.0; 0.28.0's
+    # Fp8MoEMethod.create_weights raises): finer scales when gcd(blocks, partition, hidden) >= 32
+    FP8_MOE_BLOCK_REFINE = True
+
     # v1/core/kv_cache_utils.py:get_kv_cache_configs checks available - bytes_per_block (the
     # BlockPool's null block)
     NULL_BLOCK_IN_CHECK = True
