@@ -72,3 +72,20 @@ def test_the_fix_follows_the_messages_in_a_row():
         e.fix.best.command_flags == f"--max-model-len 8192 --max-num-seqs {named['max_num_seqs']}"
     )
     assert e.fix.best.outcome.verdict == "ok"
+
+
+def test_sglang_speculation_with_the_radix_cache():
+    """SGLang 0.5.10 (mamba_handler "error"): the seed's MTP with the radix cache on and the
+    no_buffer strategy is a ValueError at launch; the flag that removes it turns the cache off
+    (the message's other way needs SGLANG_ENABLE_SPEC_V2=1 in the environment as well)."""
+    from tests.seedcase import SEED
+
+    req = PlanRequest(model="Qwen/Qwen3.6-27B", gpu="A6000", engine="sglang==0.5.10", args=SEED)
+    p = plan(req)
+    assert "is not compatible with radix cache when using --mamba-scheduler-strategy" in p.error
+    assert remedy_for(SGLANG, p.error) == (
+        "speculative decoding with the radix cache",
+        {"disable_radix_cache": True},
+    )
+    fix = explain_request(req).fix
+    assert fix.best is not None and "--disable-radix-cache" in fix.best.command_flags

@@ -47,3 +47,15 @@ def test_the_seed_keeps_a_margin_below_the_highest_fraction_that_starts():
     assert best.args["max_running_requests"] == 16
     assert best.args["mem_fraction_static"] <= 0.92 - FRACTION_MARGIN + 1e-9
     assert best.args["mem_fraction_static"] == pytest.approx(0.9)
+
+
+def test_qwen35_397b_on_two_nodes_of_eight_h100_keeps_tp_on_each_node():
+    """The case that ranked by memory alone: Qwen3.5-397B-A17B on 2 nodes x 8 H100 at 128K
+    used to pick TP 2 x PP 8 at --mem-fraction-static 0.955 (eight pipeline stages, four per
+    node). Now TP 8 inside each node and one pipeline stage per node, below the edge."""
+    r = fit(FitRequest(model="Qwen/Qwen3.5-397B-A17B", gpu="H100", num_gpus=8, nodes=2,
+                       context=131072, engine="sglang==0.5.23", top=1))  # fmt: skip
+    best = r.best[0]
+    assert (best.tp_size, best.pp_size) == (8, 2)
+    assert best.args["mem_fraction_static"] <= 0.955 - FRACTION_MARGIN + 1e-9
+    assert len(best.commands) == 2  # one launch command per node

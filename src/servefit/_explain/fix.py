@@ -189,21 +189,50 @@ def _remedied(
     """Follow the engine's own messages (engines/remedy.py): apply the change the failure
     names, re-plan, and again while the next failure names one. Nemotron-H-56B-Base-8K with
     --max-model-len 9692 on vLLM: "the derived max_model_len (max_position_embeddings=8192"
-    gives --max-model-len 8192, whose "lower max_num_seqs to at most 175" gives the rest."""
+    gives --max-model-len 8192, whose "lower max_num_seqs to at most 175" gives the rest. When
+    the messages run out short of a start, one more flag on top (the single-flag search of the
+    remedied launch)."""
     args: dict[str, Any] = {}
     error = before.error
     for tried in range(1, MAX_REMEDIES + 1):
         hit = remedy_for(ctx.catalogue.remedies, error)
         if hit is None or all(args.get(k) == v for k, v in hit[1].items()):
-            return [], tried - 1
+            if not args:
+                return [], tried - 1
+            more, n = _then_one_flag(ctx, args, target, floors)
+            return more, tried - 1 + n
         args = {**args, **hit[1]}
         cand, o = _evaluate(ctx, args, None, target, floors)
         if cand is not None:
             return [cand], tried
-        if o is None or not o.error:
+        if o is None:
             return [], tried
         error = o.error
     return [], MAX_REMEDIES
+
+
+def _then_one_flag(
+    ctx: Context, args: dict[str, Any], target: int, floors: Floors
+) -> tuple[list[FixCandidate], int]:
+    """The remedied launch's best single-flag fix, as a change of the user's launch."""
+    from servefit._explain.catalogue import context_for
+    from servefit._explain.replan import apply
+
+    p, _ = replan(ctx.request, Option("", args))
+    if p is None:
+        return [], 0
+    sub = context_for(apply(ctx.request, args), p, ctx.model)
+    fix = minimal_fix(
+        sub, outcome(p, target), min_free_gib=floors.min_free_gib,
+        min_running=floors.min_running, pairs=False, gpus=False,
+    )  # fmt: skip
+    if fix.best is None:
+        return [], fix.tried
+    user = ctx.plan.user_args
+    changed = {k: v for k, v in fix.best.args.items() if user.get(k) != v}
+    changed.update({k: None for k in user if k not in fix.best.args})
+    cand, _ = _evaluate(ctx, changed, None, target, floors)
+    return ([cand] if cand is not None else []), fix.tried + 1
 
 
 # ------------------------------------------------------------------------------- candidates

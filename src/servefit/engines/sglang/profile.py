@@ -92,8 +92,9 @@ def declare(
 
 
 def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
-    """(page size, context length) as ServerArgs resolved them."""
-    return int(v.get("page_size") or 1), int(v.get("context_len") or 0)
+    """(page size, context length) as ServerArgs resolved them; a launch refused before it
+    resolves them has the context it asked for."""
+    return int(v.get("page_size") or 1), int(v.get("context_len") or v.get("context_length") or 0)
 
 
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:

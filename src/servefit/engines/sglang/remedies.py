@@ -17,4 +17,12 @@ REMEDIES: tuple[Remedy, ...] = (
         lambda m: {"context_length": int(m.group(2))},
         "sglang/srt/configs/model_config.py:ModelConfig._derive_context_length",
     ),
+    Remedy(
+        # the message's other way, extra_buffer, also needs SGLANG_ENABLE_SPEC_V2=1 in the
+        # environment; turning the radix cache off is the flag that removes the conflict
+        "speculative decoding with the radix cache",
+        re.compile(r"Speculative decoding for \S+ is not compatible with radix cache"),
+        lambda m: {"disable_radix_cache": True},
+        "sglang/srt/server_args.py:ServerArgs._handle_mamba_radix_cache",
+    ),
 )

@@ -68,7 +68,8 @@ def resolve_args(
         _pipeline(model, gpus, v, r, env, rules)
     except common.EngineError as exc:
         error = str(exc)
-        v.setdefault("context_len", common.derived_context_len(model))
+        # the launch stops before it derives the context: it asked for its own, if any
+        v.setdefault("context_len", v.get("context_length") or common.derived_context_len(model))
         if v["page_size"] is None:
             v["page_size"] = 1
     # serving_hook.py:handle_environment_variables exports --mamba-ssm-dtype.

@@ -207,7 +207,8 @@ def resolve_args(
         v["context_len"] = common.context_len(model, v["context_length"], env)
     except common.EngineError as exc:
         error = error or str(exc)
-        v.setdefault("context_len", common.derived_context_len(model))
+        # the launch stops before it derives the context: it asked for its own, if any
+        v.setdefault("context_len", v.get("context_length") or common.derived_context_len(model))
     try:  # check_server_args, the last step of __post_init__
         check_pp_speculative(v, env, "refused_mixed_chunk")
     except common.EngineError as exc:
