@@ -196,7 +196,7 @@ def _remedied(
     error = before.error
     for tried in range(1, MAX_REMEDIES + 1):
         hit = remedy_for(ctx.catalogue.remedies, error)
-        if hit is None or all(args.get(k) == v for k, v in hit[1].items()):
+        if hit is None or all(k in args and args[k] == v for k, v in hit[1].items()):
             if not args:
                 return [], tried - 1
             more, n = _then_one_flag(ctx, args, target, floors)

@@ -126,3 +126,22 @@ def test_moe_tp_above_the_experts():
     assert str(exc.value).startswith(
         "ValueError: Tensor parallel size 8 is greater than the number of experts 4."
     )
+
+
+def test_expert_parallel_on_a_dense_model():
+    """vllm/config/model.py:ModelConfig._verify_with_expert_parallelism (the same text in
+    0.10.0 and 0.33.0): --enable-expert-parallel needs experts; the fix drops the flag."""
+    from servefit._explain.analysis import explain_request
+
+    req = PlanRequest(model="Qwen/Qwen3-8B", gpu="H100", engine="vllm==0.33.0",
+                      args={"tensor_parallel_size": 2, "enable_expert_parallel": True})  # fmt: skip
+    p = plan(req)
+    assert p.error == (
+        "ValueError: Number of experts in the model must be greater than 0 when expert "
+        "parallelism is enabled."
+    )
+    fix = explain_request(req).fix
+    assert fix.best.command_flags == "(drop --enable-expert-parallel)"
+    moe = plan(PlanRequest(model="Qwen/Qwen3-30B-A3B", gpu="H100", engine="vllm==0.33.0",
+                           args={"tensor_parallel_size": 2, "enable_expert_parallel": True}))  # fmt: skip
+    assert moe.verdict == "ok"

@@ -43,4 +43,10 @@ REMEDIES: tuple[Remedy, ...] = (
         ),
         "vllm/v1/worker/utils.py:request_memory",
     ),
+    Remedy(
+        "expert parallelism without experts",
+        re.compile(r"Number of experts in the model must be greater than 0 when expert"),
+        lambda m: {"enable_expert_parallel": None},
+        "vllm/config/model.py:ModelConfig._verify_with_expert_parallelism",
+    ),
 )

@@ -27,6 +27,7 @@ from servefit.engines.vllm import common, cpu_platform
 from servefit.engines.vllm.device import is_cpu
 from servefit.errors import ArgumentError, EngineRejection
 from servefit.hardware.spec import GPUSet
+from servefit.model.layers import MoE
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES
 
@@ -111,6 +112,12 @@ def resolve(
     tp, pp, dp, ep = common.parallel_sizes(v)
     v.update(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp, _ep_size=ep)
     common.check_heads_divisible(model, tp)
+    if v.get("enable_expert_parallel") and not any(isinstance(x.ffn, MoE) for x in model.layers):
+        # vllm/config/model.py:ModelConfig._verify_with_expert_parallelism (0.10.0 to 0.33.0)
+        raise EngineRejection(
+            "ValueError: Number of experts in the model must be greater than 0 when expert "
+            "parallelism is enabled."
+        )
     rules.check_engine(model, gpus, env)
     cpu = is_cpu(gpus.gpu)
     v["_device"] = "CPU" if cpu else "GPU"
