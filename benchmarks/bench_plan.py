@@ -91,14 +91,20 @@ def in_process(n: int = 500) -> dict[str, float]:
 
 def whole_process(n: int = 15) -> dict[str, float]:
     exe = [sys.executable, "-m", "servefit.cli.main"]
-    times = []
+    times, bare = [], []
     for _ in range(n):
         t = time.perf_counter()
         subprocess.run(exe + SEED_CMD, check=True, capture_output=True)
         times.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)  # the floor, same run
+        bare.append(time.perf_counter() - t)
+    median, floor = statistics.median(times), statistics.median(bare)
     return {
-        "servefit plan process median (s)": statistics.median(times),
+        "servefit plan process median (s)": median,
         "servefit plan process max (s)": max(times),
+        "bare python -c pass median (s)": floor,
+        "ratio to a bare python start": median / floor,
     }
 
 

@@ -215,17 +215,10 @@ def _then_one_flag(
     ctx: Context, args: dict[str, Any], target: int, floors: Floors
 ) -> tuple[list[FixCandidate], int]:
     """The remedied launch's best single-flag fix, as a change of the user's launch."""
-    from servefit._explain.catalogue import context_for
-    from servefit._explain.replan import apply
-
     p, _ = replan(ctx.request, Option("", args))
     if p is None:
         return [], 0
-    sub = context_for(apply(ctx.request, args), p, ctx.model)
-    fix = minimal_fix(
-        sub, outcome(p, target), min_free_gib=floors.min_free_gib,
-        min_running=floors.min_running, pairs=False, gpus=False,
-    )  # fmt: skip
+    fix = _one_flag_on(ctx, p, args, None, target, floors)
     if fix.best is None:
         return [], fix.tried
     user = ctx.plan.user_args
@@ -490,8 +483,9 @@ def gpus_needed(ctx: Context, floors: Floors, max_gpus: int = MAX_GPUS) -> GpusN
                 found.append((tp, pp, o, args, None))
             elif fits and fixes_left > 0:
                 fixes_left -= 1
-                fixed, n_tried = _layout_fix(ctx, p, args, n, floors)
-                tried += n_tried
+                sub = _one_flag_on(ctx, p, args, n, target, floors)
+                tried += sub.tried
+                fixed = sub.best
                 if fixed is not None:
                     found.append((tp, pp, fixed.outcome, fixed.args, fixed.command_flags))
         if found:
@@ -519,18 +513,17 @@ def gpus_needed(ctx: Context, floors: Floors, max_gpus: int = MAX_GPUS) -> GpusN
     return GpusNeeded(weights_gpus=weights_at, max_gpus=max_gpus, tried=tried)
 
 
-def _layout_fix(
-    ctx: Context, p: Any, args: dict[str, Any], n: int, floors: Floors
-) -> tuple[FixCandidate | None, int]:
-    """The best single-flag fix of a layout whose weights fit but which does not start as
-    asked (no pairs, no further GPU search)."""
+def _one_flag_on(
+    ctx: Context, p: Any, args: dict[str, Any], num_gpus: int | None, target: int, floors: Floors
+) -> Fix:
+    """The single-flag fix (no pairs, no GPU search) of the launch `args` make of the user's,
+    whose plan is `p`: a layout of the GPU-count search, or a launch the engine's messages have
+    remedied so far."""
     from servefit._explain.catalogue import context_for
     from servefit._explain.replan import apply
 
-    request = apply(ctx.request, args, n)
-    sub = context_for(request, p, ctx.model)
-    fix = minimal_fix(
-        sub, outcome(p, ctx.plan.pools.context_len), min_free_gib=floors.min_free_gib,
+    sub = context_for(apply(ctx.request, args, num_gpus), p, ctx.model)
+    return minimal_fix(
+        sub, outcome(p, target), min_free_gib=floors.min_free_gib,
         min_running=floors.min_running, pairs=False, gpus=False,
     )  # fmt: skip
-    return fix.best, fix.tried

@@ -78,7 +78,7 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         size_pools=size_pools,
         pool_shape=pool_shape,
     )
-    return replace(profile, for_release=partial(_for_release, profile))
+    return replace(profile, for_release=partial(_for_release, profile, layout))
 
 
 def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
@@ -87,7 +87,7 @@ def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
 
 
 @cache
-def _for_release(profile: Profile, release: str) -> Profile:
+def _for_release(profile: Profile, layout: LayoutRules, release: str) -> Profile:
     """The profile as `release` registers models: its own architecture list
     (archs_<release>.txt, tools/extract_architectures.py) when the group's releases differ."""
     try:
@@ -96,7 +96,6 @@ def _for_release(profile: Profile, release: str) -> Profile:
         return profile
     if archs == profile.architectures:
         return profile
-    _, layout = profile.check_model.args  # type: ignore[attr-defined]
     return replace(profile, architectures=archs, check_model=partial(check_model, archs, layout))
 
 
