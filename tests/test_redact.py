@@ -9,7 +9,16 @@ from __future__ import annotations
 import hashlib
 
 from servefit.engines.secretflags import redactor
-from servefit.redact import Redactor, SecretFlags, fingerprint, is_masked, mask, redact_url
+from servefit.redact import (
+    Redactor,
+    SecretFlags,
+    fingerprint,
+    is_masked,
+    mask,
+    redact_text,
+    redact_url,
+    url_secrets,
+)
 
 KEY = "sk-live-0123456789abcdef"
 KEY2 = "sk-live-fedcba9876543210"
@@ -186,3 +195,63 @@ def test_secret_flags_union():
     b = SecretFlags(options=frozenset({"--b-key"}), multi=frozenset({"--b-key"}))
     u = a | b
     assert u.options == {"--a-key", "--b-key"} and u.multi == {"--b-key"} and u.names == {"a_key"}
+
+
+def test_secret_query_values_in_any_case_and_the_rest_readable():
+    url = (
+        "https://h/m?token=tok-123456&X-Amz-Signature=deadbeef01&X-Amz-Credential=AKIA/x"
+        "&api_key=k1&access_token=at&sig=s1&password=pw&max_tokens=5&keyword=llama"
+        "&author=me&tokenizer=t&api_keys=k2"
+    )
+    assert redact_url(url) == (
+        f"https://h/m?token={mask('tok-123456')}&X-Amz-Signature={mask('deadbeef01')}"
+        f"&X-Amz-Credential={mask('AKIA/x')}&api_key={mask('k1')}&access_token={mask('at')}"
+        f"&sig={mask('s1')}&password={mask('pw')}&max_tokens=5&keyword=llama"
+        f"&author=me&tokenizer=t&api_keys={mask('k2')}"
+    )
+    # `;` separates parameters too; the value's sentence punctuation stays outside the mask
+    assert redact_url("h?a=1;pwd=p1") == f"h?a=1;pwd={mask('p1')}"
+    assert ALL.text("https://h/m?token=abc: no such file") == (
+        f"https://h/m?token={mask('abc')}: no such file"
+    )
+    assert ALL.text("(see https://h/m?sig=a.b.c).") == f"(see https://h/m?sig={mask('a.b.c')})."
+    # idempotent, and a URL without a secret query is left alone
+    once = redact_url(url)
+    assert redact_url(once) == once
+    assert redact_url("https://h/m?revision=main&x=1") == "https://h/m?revision=main&x=1"
+
+
+def test_a_password_holding_at_is_masked_whole():
+    # urllib.parse reads the userinfo up to the last `@` before the host
+    assert redact_url("https://u:p@ss@host/x") == f"https://u:{mask('p@ss')}@host/x"
+
+
+def test_url_secrets_and_argv_secrets_find_url_credentials():
+    url = f"https://alice:pw-123456@h/m?token={KEY}&x=1"
+    assert url_secrets(url) == ["pw-123456", KEY]
+    assert ALL.argv_secrets(["--model-path", url, f"HF_TOKEN={HF}"]) == ["pw-123456", KEY, HF]
+
+
+def test_a_misspelled_secret_flag_is_secret():
+    # SGLang's argparse quotes an unknown option back with its value ("unrecognized arguments:
+    # --api-keyy sk-..."); an unknown option of a name speaking of a key is masked
+    assert ALL.argv(["--api-keyy", KEY, "--tp", "2"]) == ["--api-keyy", M, "--tp", "2"]
+    line = f"launch_server.py: error: unrecognized arguments: --api-keyy {KEY}"
+    assert ALL.text(line) == line.replace(KEY, M)
+    # a known option of the engines stays as it is, a secret-sounding one included
+    assert ALL.argv(["--speculative-token-map", "/m/map.json"]) == [
+        "--speculative-token-map",
+        "/m/map.json",
+    ]
+    # without the engines' options known nothing is guessed
+    assert Redactor().argv(["--api-keyy", KEY]) == ["--api-keyy", KEY]
+
+
+def test_redact_text_needs_no_flag_table_and_errors_use_it():
+    from servefit.errors import ConfigError
+
+    text = f"https://u:pw-123456@h/m?token={KEY}: Authorization: Bearer {KEY2}, {HF}"
+    want = f"https://u:{mask('pw-123456')}@h/m?token={M}: Authorization: Bearer {M2}, {MHF}"
+    assert redact_text(text) == want
+    err = ConfigError(text)
+    assert str(err) == want and err.args == (text,)  # shown redacted, raised as given

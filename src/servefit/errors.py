@@ -1,12 +1,23 @@
-"""Errors servefit raises on bad input. The CLI turns each into one line and a non-zero exit."""
+"""Errors servefit raises on bad input. The CLI turns each into one line and a non-zero exit.
+
+A message quotes what it was given (a model path, a URL, a GPU name), and that can hold a
+credential (`https://user:password@host/m`, `?token=...`): `str()` of every error is redacted
+(servefit.redact.redact_text), so a caller that prints or stores an error (the CLI, a preflight
+check, a run record) never shows one. `args` keep the message as raised.
+"""
 
 from __future__ import annotations
+
+from servefit.redact import redact_text
 
 
 class ServefitError(Exception):
     """Base class: every expected failure (bad input, unsupported case) derives from this."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        return redact_text(super().__str__())
 
 
 class ConfigError(ServefitError):

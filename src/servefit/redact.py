@@ -11,14 +11,34 @@ What counts as secret:
     them from the flag tables: `--api-key`, `--admin-api-key`, `--hf-token`, ...), as option
     and value in a command, and as `name=value` / `'name': value` where an engine prints its
     arguments (SGLang `server_args=ServerArgs(... api_key='...')`, vLLM `non-default args: {...
-    'api_key': ['...']}`);
+    'api_key': ['...']}`); with the flag tables known, also an option no engine has whose name
+    speaks of a secret, the way an environment variable's does (a misspelled `--api-keyy
+    sk-...`, which the engine's argparse quotes back in its error);
   * environment variables whose name contains TOKEN, API_KEY, SECRET, PASSWORD (HF_TOKEN,
     HUGGING_FACE_HUB_TOKEN, VLLM_API_KEY, ...); counts of tokens (`*TOKENS*`) and tokenizer
     settings (`*TOKENIZER*`) are not credentials and stay readable;
-  * credentials inside URLs (`https://user:password@host`);
-  * an `Authorization: Bearer ...` value, and a Hugging Face token by its shape (`hf_` and 34
-    letters and digits, as `huggingface-cli login` issues them), wherever it appears;
+  * credentials inside URLs: the password of the userinfo (`https://user:password@host`, the
+    user name stays readable; a password holding `@` is read up to the last `@` of the host
+    part, as urllib does), a user part of 20 characters or more with no password (a token used
+    as the user: `https://ghp_...@github.com`);
+  * the value of a URL query parameter whose name says it carries a credential (any case):
+    names containing `token` (not `tokens`, `tokenizer`), `key` (`api_key`, `apikey`,
+    `AWSAccessKeyId`, `keys`; not `keyword`), `secret`, `passw`, `pwd`, `signature`
+    (`X-Amz-Signature`, `X-Goog-Signature`), `credential`, `auth` (not `author`), `session`,
+    `jwt`, and the name `sig` (Azure SAS): `?token=...`, `&access_token=...`, `;sig=...`.
+    Punctuation that ends a sentence after the value (`...?token=abc: no such file`) is kept
+    outside the mask;
+  * an `Authorization: Bearer ...` / `Basic ...` value, and a Hugging Face token by its shape
+    (`hf_` and 34 letters and digits, as `huggingface-cli login` issues them), wherever it
+    appears;
   * any value a `Redactor` was told about, wherever it appears.
+
+Where it runs: every run file servefit writes (launch/rundir.py, through the launch's
+`Redactor`), the outputs of plan, explain, fit and doctor, the lines `logs` prints, and every
+error line: a `servefit.errors.ServefitError` applies `redact_text` (the rules above that need no
+engine flag table) to its own message, and the CLI's error exit (cli/main.py) redacts what it
+prints with every engine's secret flags and the secret values of its own command line and
+environment, click's usage errors included.
 
 This module depends on nothing else in servefit, so every layer can use it.
 """
@@ -106,22 +126,31 @@ class SecretFlags:
     def option(self, token: str) -> str | None:
         """The secret option `token` stands for, or None. Exact names first (`--x_y` reads as
         `--x-y`), then an abbreviation, which argparse accepts (`--api-k`): it counts as
-        secret when any option it could stand for is (an ambiguous one the engine rejects)."""
+        secret when any option it could stand for is (an ambiguous one the engine rejects).
+        An option no engine has whose name speaks of a secret (`--api-keyy`, `--hf-tokenn`: a
+        typo the engine refuses, quoting the value back) is secret too, when the engines'
+        options are known."""
         name = _canonical_option(token)
         if name in self.options:
             return name
         if name in self.known or not name.startswith("--") or len(name) < 4:
             return None
         hits = sorted(o for o in self.options if o.startswith(name))
-        return hits[0] if hits else None
+        if hits:
+            return hits[0]
+        if self.known and secret_env_name(name[2:].replace("-", "_")):
+            return name
+        return None
 
 
 # --------------------------------------------------------------------------------- patterns
 
 _QUOTED_OR_BARE = r"'[^'\n]*'|\"[^\"\n]*\"|\[[^\]\n]*\]|[^\s,;)}\]'\"]+"
+# The password runs to the last `@` before the path (urllib.parse reads `user:p@ss@host` so): a
+# password with an unescaped `@` is masked whole, not up to its first `@`.
 _URL_CREDENTIALS = re.compile(
     r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^\s:@/?#'\"<>]*)"
-    r"(?::(?P<password>[^\s@/?#'\"<>]*))?@"
+    r"(?::(?P<password>[^\s/?#'\"<>]*))?@"
 )
 _BEARER = re.compile(
     r"(?P<pre>\b[Bb]earer\s+|\bBEARER\s+|[Aa]uthorization:\s*[Bb]asic\s+)"
@@ -145,6 +174,20 @@ _ENV_HINT = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL")
 # A token used as the user part of a URL is a credential when it is this long (a GitHub or Hub
 # token in https://TOKEN@host); a short user name (git@, admin@) stays.
 _TOKEN_USER_LEN = 20
+# A query parameter: its name, and its value up to the next parameter, fragment, space or quote;
+# the value is matched lazily so that punctuation closing the sentence it stands in
+# (`...?token=abc: no such file`, `(...&sig=abc)`) stays outside the mask.
+_QUERY = re.compile(
+    r"(?P<pre>[?&;](?P<name>[A-Za-z0-9_.%\[\]-]{1,64})=)"
+    r"(?P<val>[^&;#\s'\"<>]+?)(?=[:.,)\]}]*(?:[&;#\s'\"<>]|$))"
+)
+# The parameter names that carry a credential, lower-cased (the module docstring lists them).
+_QUERY_SECRET_NAME = re.compile(
+    r"token(?!s|izer)|key(?!word)|secret|passw|pwd|signature|credential|auth(?!or)"
+    r"|session|jwt|(?:^|[-_.])sig$"
+)
+# Cheap test before _QUERY runs: a parameter separator followed by a name and `=`.
+_QUERY_HINT = r"[?&;][A-Za-z0-9_.%\[\]-]{1,64}="
 
 
 def _mask_quoted(raw: str) -> str:
@@ -156,9 +199,27 @@ def _mask_quoted(raw: str) -> str:
     return mask(raw)
 
 
-def redact_url(text: str) -> str:
-    """Credentials inside URLs: `scheme://user:password@` -> `scheme://user:***fp@`."""
+def secret_query_name(name: str) -> bool:
+    """A URL query parameter that carries a credential (`token`, `api_key`, `X-Amz-Signature`,
+    `sig`, `access_token`, `password`, ...), in any case."""
+    return bool(_QUERY_SECRET_NAME.search(name.lower()))
 
+
+def redact_query(text: str) -> str:
+    """The values of secret query parameters: `?token=abc&x=1` -> `?token=***fp&x=1`."""
+    if "=" not in text:
+        return text
+    return _QUERY.sub(
+        lambda m: (
+            m.group("pre") + mask(m.group("val"))
+            if secret_query_name(m.group("name"))
+            else m.group(0)
+        ),
+        text,
+    )
+
+
+def _redact_userinfo(text: str) -> str:
     def sub(m: re.Match[str]) -> str:
         user, password = m.group("user"), m.group("password")
         if password is not None:
@@ -168,6 +229,34 @@ def redact_url(text: str) -> str:
         return m.group(0)
 
     return _URL_CREDENTIALS.sub(sub, text) if "@" in text else text
+
+
+def redact_url(text: str) -> str:
+    """Credentials inside URLs, in a URL or in any text that quotes one: the userinfo's password
+    (`scheme://user:password@` -> `scheme://user:***fp@`, a long token as the user masked too)
+    and the values of secret query parameters (`?token=`, `&X-Amz-Signature=`)."""
+    return redact_query(_redact_userinfo(text))
+
+
+def url_secrets(text: str) -> list[str]:
+    """The credentials `redact_url` masks in `text`: userinfo passwords, long user tokens and
+    secret query values (so that a message quoting one alone is masked as well)."""
+    found = []
+    for m in _URL_CREDENTIALS.finditer(text):
+        user, password = m.group("user"), m.group("password")
+        if password:
+            found.append(password)
+        elif password is None and len(user) >= _TOKEN_USER_LEN:
+            found.append(user)
+    found += [m.group("val") for m in _QUERY.finditer(text) if secret_query_name(m.group("name"))]
+    return [v for v in found if v not in _EMPTY and not is_masked(v)]
+
+
+def redact_text(text: str) -> str:
+    """The rules that need no engine flag table: URL credentials, secret query values, bearer
+    tokens, Hugging Face tokens by their shape, and `NAME=value` of secret variable names. For
+    text of no known engine (an error message); a `Redactor` adds the engines' flags."""
+    return _PLAIN.text(text)
 
 
 @dataclass(frozen=True)
@@ -207,7 +296,8 @@ class Redactor:
         words |= {"TOKEN", "KEY", "SECRET", "PASSW", "CREDENTIAL"}  # _ENV_HINT
         if self.flags.options:
             words.add("--")
-        return re.compile("|".join(re.escape(w) for w in sorted(words, key=lambda w: -len(w))))
+        alts = [re.escape(w) for w in sorted(words, key=lambda w: -len(w))]
+        return re.compile("|".join([*alts, _QUERY_HINT]))
 
     def text(self, text: str) -> str:
         """Any text: known values, URL credentials, bearer tokens, `name=value` of secret
@@ -217,7 +307,7 @@ class Redactor:
         for value in self.values:
             if value in text:
                 text = text.replace(value, mask(value))
-        text = redact_url(text)
+        text = redact_url(text)  # userinfo and secret query values
         if "hf_" in text:
             text = _HF_TOKEN.sub(lambda m: mask(m.group(0)), text)
         if "earer" in text or "EARER" in text or "asic" in text:
@@ -274,8 +364,7 @@ class Redactor:
             elif eq and _ASSIGNMENT.match(option) and secret_env_name(option):
                 yield f"{option}={mask(inline)}", [inline]
             else:
-                passwords = [m.group("password") or "" for m in _URL_CREDENTIALS.finditer(token)]
-                yield self.text(token), passwords
+                yield self.text(token), url_secrets(token)
 
     def _entry(self, key: Any, value: Any) -> Any:
         secret = isinstance(key, str) and (key in self.flags.names or _secret_env_word(key))
@@ -317,3 +406,7 @@ def _names_regex(names: frozenset[str]) -> re.Pattern[str]:
         )
         _NAMES_CACHE[names] = pattern
     return pattern
+
+
+# The redactor of text of no known engine (redact_text); Redactor is immutable, one is enough.
+_PLAIN = Redactor()

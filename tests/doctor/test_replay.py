@@ -43,3 +43,18 @@ def test_a_gap_above_one_percent_is_flagged():
     kv = next(c for c in r.replay.checks if c.name == "KV tokens")
     assert kv.flagged and kv.gap_pct == pytest.approx((330089 - 346593) / 346593 * 100, abs=1e-3)
     assert any(f.code == "planner_gap" for f in r.findings)
+
+
+def test_the_fixed_command_keeps_the_config_file_and_adds_the_fix_after_it(tmp_path, monkeypatch):
+    # SGLang's ConfigArgumentMerger puts the file's options before the command line's
+    # (server_args_config_parser.py:merge_config_with_args): a fix appended to the words as
+    # typed wins over the file's value, and the file is named, not inlined.
+    from servefit.doctor.replay import fixed_command
+    from servefit.doctor.schema import Fix, FixChange, FixOption
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "serve.yaml").write_text("mem-fraction-static: 0.85\ntp-size: 2\n")
+    change = FixChange(arg="mem_fraction_static", flag="--mem-fraction-static", old=0.85, new=0.8)
+    fix = Fix(best=FixOption(changes=[change], why="hand-made"), source="log")
+    typed = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --config serve.yaml"
+    assert fixed_command(typed, fix, "sglang", None) == typed + " --mem-fraction-static 0.8"

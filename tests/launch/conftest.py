@@ -1,6 +1,7 @@
 """Fixtures for the launch tests: a private runs directory, free ports, in-process supervision
 of the stand-in engine (tests/standin/engine.py, not a real engine), and a clean-up that ends
-every process these tests started, by process group and run marker, never by name."""
+every process these tests started, by run marker (in the engine's group or out of it), never
+by name."""
 
 from __future__ import annotations
 
@@ -149,17 +150,32 @@ def runs_root(tmp_path: Path) -> Iterator[Path]:
     _end_everything(root)
 
 
+def end_marked(run_id: str, timeout: float = 5.0) -> None:
+    """SIGKILL every live process carrying SERVEFIT_RUN_ID=`run_id`, in the engine's group or
+    out of it (daemons, new sessions), until none is left; then collect the zombies of those
+    this process adopted as a child subreaper."""
+    seen: dict[int, int | None] = {}
+
+    def none_left() -> bool:
+        pids = procs.marked_processes(run_id)
+        for pid in pids:
+            seen.setdefault(pid, procs.start_ticks(pid))
+            procs.signal_marked(pid, run_id, signal.SIGKILL)
+        return not pids
+
+    wait_for(none_left, timeout=timeout)
+    procs.reap(seen)
+
+
 def _end_everything(root: Path) -> None:
-    """SIGKILL whatever the tests' runs left: the engine groups (members carrying the run's
-    marker) and detached supervisors (checked by their command line)."""
+    """SIGKILL whatever the tests' runs left: every process carrying a run's marker and the
+    detached supervisors (checked by their command line)."""
     for run in list_runs(root):
         try:
             rec = run.read()
         except (OSError, ValueError):
             continue
-        for pid in procs.group_members(rec.pgid) if rec.pgid else []:
-            if procs.run_marker(pid) == rec.id:
-                procs.kill_pid(pid, signal.SIGKILL)
+        end_marked(rec.id)
         w = rec.watcher_pid
         if w and w != os.getpid() and procs.is_alive(w):
             try:
@@ -168,12 +184,6 @@ def _end_everything(root: Path) -> None:
                 cmd = b""
             if b"servefit.launch.watch" in cmd and str(run.path).encode() in cmd:
                 procs.kill_pid(w, signal.SIGKILL)
-        wait_for(
-            lambda rec=rec: (
-                not [p for p in procs.group_members(rec.pgid or 0) if procs.run_marker(p) == rec.id]
-            ),
-            timeout=5,
-        )
 
 
 @pytest.fixture

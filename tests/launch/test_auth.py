@@ -47,6 +47,26 @@ def test_vllm_key_from_flag_or_environment():
     assert server_key("vllm", ["serve", "Q"], {}) is None
 
 
+def test_a_key_in_a_config_file_is_the_key_and_the_command_line_wins(tmp_path, monkeypatch):
+    # Both engines merge `--config FILE` before the command line's own flags (SGLang
+    # ConfigArgumentMerger, vLLM FlexibleArgumentParser._pull_args_from_config): a key set only
+    # in the file is what the server requires, and --api-key typed after it wins.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.yaml").write_text(f"api-key: {KEY}\n")
+    (tmp_path / "v.yaml").write_text(f"api-key: {KEY}\n")
+    assert server_key("sglang", ["--model-path", "Q", "--config", "s.yaml"], {}) == ServerKey(
+        KEY, "--api-key"
+    )
+    assert server_key("vllm", ["serve", "Q", "--config", "v.yaml"], {}).value == KEY
+    typed = ["--config", "s.yaml", "--model-path", "Q", "--api-key", "typed-key-0123"]
+    assert server_key("sglang", typed, {}).value == "typed-key-0123"
+    # and the launch's redactor masks the file's key wherever it is printed
+    from servefit.launch.auth import launch_redactor
+
+    red = launch_redactor("sglang", [["python", "-m", "sglang.launch_server", *typed]], {})
+    assert KEY not in red.text(f"Unauthorized: the request carried {KEY} in a header")
+
+
 def test_loopback_and_exposure():
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "", "10.0.0.5", "gpu-box"))

@@ -142,3 +142,64 @@ def test_load_model_names_catalog_entries():
     spec = load_model("qwen/qwen3.5-27b")
     assert spec.name == "Qwen/Qwen3.5-27B"
     assert spec.source == "catalog:Qwen/Qwen3.5-27B"
+
+
+# ------------------------------------------------------------------------------ one parse
+
+
+def test_plan_parses_the_config_once_with_no_hook_per_value(tmp_path, monkeypatch, capsys):
+    # plan re-plans the model for its fix suggestions; the file is read and parsed once
+    import servefit.validate as validate_module
+    from servefit.cli.main import main
+
+    (tmp_path / "config.json").write_text(catalog.find("Qwen/Qwen3-8B").read_text())
+    calls: list[dict] = []
+
+    def loads(text, **kwargs):
+        calls.append(kwargs)
+        return json.loads(text, **kwargs)
+
+    fake_json = types.SimpleNamespace(loads=loads, JSONDecodeError=json.JSONDecodeError)
+    monkeypatch.setattr(validate_module, "json", fake_json)
+    with pytest.raises(SystemExit) as done:
+        main(["plan", "--gpu", "H100", "--engine", "vllm==0.33.0", "--model", str(tmp_path)])
+    assert done.value.code == 0, capsys.readouterr().err
+    assert calls == [{}]
+
+
+def test_an_unchanged_file_is_not_read_again_and_a_changed_one_is(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(catalog.find("Qwen/Qwen3-8B").read_text())
+    first = load_model(str(tmp_path))
+    assert load_model(str(tmp_path)) is first
+    cfg = json.loads(p.read_text())
+    cfg["num_hidden_layers"] = 30
+    p.write_text(json.dumps(cfg))
+    again = load_model(str(tmp_path))
+    assert again is not first and again.num_layers == 30
+
+
+def test_nesting_is_bounded_by_the_parser_and_named(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ConfigError, match="JSON nested 100000 levels deep"):
+        load_config(str(p))
+    p.write_text('{"a": ' + "[" * 300 + "]" * 300 + "}")  # deep, and within the parser's reach
+    value, depth = load_config(str(p))[0]["a"], 1
+    while value:
+        value, depth = value[0], depth + 1
+    assert depth == 300
+
+
+def test_a_huge_integer_is_refused_with_or_without_the_interpreters_limit(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text('{"hidden_size": ' + "9" * 5000 + "}")
+    with pytest.raises(ConfigError, match="an integer of 5000 digits is implausible"):
+        load_config(str(p))
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # PYTHONINTMAXSTRDIGITS=0: servefit checks each integer
+    try:
+        with pytest.raises(ConfigError, match="an integer of 5000 digits is implausible"):
+            load_config(str(p))
+    finally:
+        sys.set_int_max_str_digits(limit)

@@ -596,6 +596,93 @@ def _launch_cases() -> list[Case]:
     ]  # fmt: skip
 
 
+def _log_shape_cases() -> list[Case]:
+    """The seed's failing log as logrotate, PowerShell and old editors leave it: every shape
+    gives the plain file's root cause (written by test_bad_input_corpus.py:_log_shapes)."""
+    D = ("doctor", "--format", "json")
+    same = "Not enough memory"
+    shapes = [
+        "seed.log.gz",
+        "seed.log.xz",
+        "seed.log.bz2",
+        "seed.log.zst",
+        "seed.log.lzma",
+        "seed_utf16le_bom.log",
+        "seed_utf16be_bom.log",
+        "seed_utf16le.log",
+        "seed_utf8_bom.log",
+        "seed_cr.log",
+        "seed_crlf.log",
+        "seed_named.txt.gz",
+        "seed_gz_named.log",
+        "seed_progress_cr.log",
+        "seed_concatenated.log.gz",
+    ]
+    out = [Case(f"doctor-shape-{n}", (*D, "{d}/" + n), RESULT, same, code=1) for n in shapes]
+    out += [
+        Case("doctor-shape-gzip-cut", (*D, "{d}/seed_cut.log.gz"), WARNING, "breaks off", code=1),
+        Case("doctor-shape-gzip-garbage", (*D, "{d}/garbage.gz"), ERROR, "gzip"),
+        Case("doctor-shape-gzip-empty", (*D, "{d}/empty.log.gz"), RESULT, "no engine start-up", code=1),
+        Case("doctor-shape-gzip-bomb", (*D, "{d}/bomb.log.gz"), RESULT, code=1),
+        Case("doctor-shape-gzip-of-binary", (*D, "{d}/binary.log.gz"), RESULT, code=1),
+        Case("doctor-shape-utf16-odd-byte", (*D, "{d}/seed_utf16_odd.log"), RESULT, same, code=1),
+    ]  # fmt: skip
+    return out
+
+
+# The launch as the engine reads it: environment prefixes and the engines' --config files
+# ({d}/*.yaml written by test_bad_input_corpus.py:_launch_configs). Engine texts from
+# servefit/engines/devices.py and configfile.py, which cite the wheels.
+SGL = ("--", "python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3-8B")
+VLLM = ("--", "vllm", "serve", "Qwen/Qwen3-8B")
+
+
+def _whole_launch_cases() -> list[Case]:
+    S = ("plan", "--gpu", "H100", "--engine", "sglang==0.5.23", "--format", "json")
+    V = ("plan", "--gpu", "H100", "--engine", "vllm==0.33.0", "--format", "json")
+    cvd = lambda value: ("--", f"CUDA_VISIBLE_DEVICES={value}")  # noqa: E731
+    return [
+        Case("env-cvd-one-for-tp2-sglang", (*S, *cvd("0"), *SGL[1:], "--tp-size", "2"), RESULT, "invalid device ordinal", code=1),
+        Case("env-cvd-one-for-tp2-vllm", (*V, *cvd("0"), *VLLM[1:], "-tp", "2"), RESULT, "World size (2) is larger than the number of available GPUs (1)", code=1),
+        Case("env-cvd-empty-vllm", (*V, *cvd(""), *VLLM[1:]), RESULT, "out of bounds for 0 devices", code=1),
+        Case("env-cvd-repeated-vllm", (*V, *cvd("0,0"), *VLLM[1:], "-tp", "2"), RESULT, "0 GPUs", code=1),
+        Case("env-cvd-negative-ends-list", (*V, *cvd("0,-1,1"), *VLLM[1:], "-tp", "2"), RESULT, "available GPUs (1)", code=1),
+        Case("env-cvd-two-for-tp2", (*S, *cvd("0,1"), *SGL[1:], "--tp-size", "2"), RESULT, code=0),
+        Case("env-cvd-via-env-wrapper", (*V, "--", "env", "CUDA_VISIBLE_DEVICES=3", *VLLM[1:], "-tp", "2"), RESULT, "available GPUs (1)", code=1),
+        Case("env-cvd-exported-before", (*V, "--", "export CUDA_VISIBLE_DEVICES=0 && vllm serve Qwen/Qwen3-8B -tp 2"), RESULT, "available GPUs (1)", code=1),
+        Case("config-vllm-tp-from-file", (*V, *VLLM, "--config", "{d}/tp2_util08.yaml"), RESULT, code=0),
+        Case("config-vllm-file-too-big-for-cvd", (*V, *cvd("0"), *VLLM[1:], "--config", "{d}/tp2_util08.yaml"), RESULT, "World size (2)", code=1),
+        Case("config-vllm-malformed", (*V, *VLLM, "--config", "{d}/malformed.yaml"), ERROR, "is not valid YAML"),
+        Case("config-vllm-missing", (*V, *VLLM, "--config", "{d}/nonexistent.yaml"), ERROR, "cannot read the file"),
+        Case("config-vllm-a-list", (*V, *VLLM, "--config", "{d}/a_list.yaml"), RESULT, "not a mapping", code=1),
+        Case("config-vllm-not-yaml-name", (*V, *VLLM, "--config", "{d}/plain.txt"), RESULT, "must be of a yaml/yml type", code=1),
+        Case("config-vllm-no-file-after", (*V, *VLLM, "--config"), RESULT, code=1),
+        Case("config-vllm-a-directory", (*V, *VLLM, "--config", "{d}/yaml_dir.yaml"), ERROR),
+        Case("config-vllm-fifo", (*V, *VLLM, "--config", "{d}/fifo.yaml"), ERROR),
+        Case("config-vllm-unknown-key", (*V, *VLLM, "--config", "{d}/unknown_key.yaml"), RESULT, "unrecognized arguments", code=1),
+        Case("config-vllm-empty", (*V, *VLLM, "--config", "{d}/empty.yaml"), RESULT, code=1),
+        Case("config-vllm-equals-is-ignored", (*V, *VLLM, "--config={d}/tp2_util08.yaml"), WARNING, "never read"),
+        Case("config-vllm-yaml-bomb", (*V, *VLLM, "--config", "{d}/billion_laughs.yaml"), ERROR, "aliases expand"),
+        Case("config-sglang-a-list", (*S, *SGL, "--config", "{d}/a_list.yaml"), RESULT, "must contain a dictionary at root level", code=1),
+        Case("config-sglang-tp-from-file", (*S, *SGL, "--config", "{d}/sglang_tp2.yaml"), RESULT, code=0),
+        Case("config-sglang-malformed", (*S, *SGL, "--config", "{d}/malformed.yaml"), ERROR, "is not valid YAML"),
+        Case("config-sglang-not-utf8", (*S, *SGL, "--config", "{d}/not_utf8.yaml"), ERROR),
+    ]  # fmt: skip
+
+
+def _host_cases() -> list[Case]:
+    """verify's host as users paste it: full-width (an IME), IDN; nothing listens on port 9."""
+    T = ("--timeout", "2", "--deadline", "10", "--format", "json")
+    return [
+        Case("verify-full-width-host", ("verify", "http://１２７．０．０．１:9", *T), RESULT, "cannot connect", code=1),
+        Case("verify-full-width-port", ("verify", "http://127.0.0.1:９", *T), RESULT, "cannot connect", code=1),
+        Case("verify-full-width-localhost", ("verify", "http://ｌｏｃａｌｈｏｓｔ:9", *T), RESULT, "cannot connect", code=1),
+        Case("verify-full-width-slash-in-host", ("verify", "http://evil．com／x:9"), ERROR),
+        Case("verify-idn-host", ("verify", "http://bücher.invalid:9", *T), RESULT, code=1),
+        Case("verify-idn-unencodable", ("verify", "http://" + "ü" * 70 + ".com:9"), ERROR),
+    ]  # fmt: skip
+
+
 def _catalog_cases() -> list[Case]:
     return [
         Case("models-format-bogus", ("models", "--format", "xml"), ERROR),
@@ -619,4 +706,7 @@ CASES: tuple[Case, ...] = tuple(
     + _verify_cases()
     + _launch_cases()
     + _catalog_cases()
+    + _log_shape_cases()
+    + _whole_launch_cases()
+    + _host_cases()
 )

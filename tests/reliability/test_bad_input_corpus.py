@@ -108,6 +108,71 @@ def _logs(root: Path) -> None:
     (root / "interleaved.log").write_bytes(b"".join(mixed))
 
 
+def _log_shapes(root: Path) -> None:
+    """The seed's failing log compressed, re-encoded and re-lined as tools leave logs."""
+    import bz2
+    import gzip
+    import lzma
+
+    import zstandard  # the test extras carry it
+
+    fail = SEED_FAIL.read_bytes()
+    text = fail.decode("utf-8")
+    gz = gzip.compress(fail)
+    shapes = {
+        "seed.log.gz": gz,
+        "seed.log.xz": lzma.compress(fail),
+        "seed.log.lzma": lzma.compress(fail, format=lzma.FORMAT_ALONE),
+        "seed.log.bz2": bz2.compress(fail),
+        "seed.log.zst": zstandard.ZstdCompressor().compress(fail),
+        "seed_named.txt.gz": gz,
+        "seed_gz_named.log": gz,  # the magic bytes decide, not the name
+        "seed_concatenated.log.gz": gzip.compress(fail[:1000]) + gzip.compress(fail[1000:]),
+        "seed_cut.log.gz": gz[: len(gz) * 2 // 3],
+        "seed_utf16le_bom.log": text.encode("utf-16"),  # PowerShell's `>`: LE with a BOM
+        "seed_utf16be_bom.log": b"\xfe\xff" + text.encode("utf-16-be"),
+        "seed_utf16le.log": text.encode("utf-16-le"),
+        "seed_utf16_odd.log": text.encode("utf-16") + b"\x00",
+        "seed_utf8_bom.log": b"\xef\xbb\xbf" + fail,
+        "seed_cr.log": fail.replace(b"\n", b"\r"),
+        "seed_crlf.log": fail.replace(b"\n", b"\r\n"),
+        "garbage.gz": b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4,
+        "empty.log.gz": gzip.compress(b""),
+        "bomb.log.gz": gzip.compress(b"\0" * (32 << 20), compresslevel=1),
+        "binary.log.gz": gzip.compress(random.Random(15).randbytes(100_000)),
+    }
+    # a progress bar redrawn with bare CRs just before the error, on the error's own line
+    lines = fail.splitlines(keepends=True)
+    bar = b"".join(b"\rLoading safetensors: %3d%%" % i for i in range(100))
+    lines.insert(len(lines) - 3, bar)
+    shapes["seed_progress_cr.log"] = b"".join(lines)
+    for name, data in shapes.items():
+        (root / name).write_bytes(data)
+
+
+def _launch_configs(root: Path) -> None:
+    """The engines' --config files: YAML as users write it, and damaged."""
+    yaml = {
+        "tp2_util08.yaml": "tensor-parallel-size: 2\ngpu-memory-utilization: 0.8\n",
+        "sglang_tp2.yaml": "tp-size: 2\nmem-fraction-static: 0.8\n",
+        "malformed.yaml": "tensor-parallel-size: [2\n",
+        "a_list.yaml": "- 1\n- 2\n",
+        "unknown_key.yaml": "no-such-option-anywhere: 1\n",
+        "empty.yaml": "",
+        # aliases that expand to 9**9 values if anything turns them into text
+        "billion_laughs.yaml": "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"
+            for i in range(8)
+        ),
+    }
+    for name, text in yaml.items():
+        (root / name).write_text(text)
+    (root / "not_utf8.yaml").write_bytes(b"tp-size: \xff\xfe\n")
+    (root / "yaml_dir.yaml").mkdir()
+    os.mkfifo(root / "fifo.yaml")
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("corpus")
@@ -123,6 +188,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "runs").mkdir()
     _checkpoints(d)
     _logs(d)
+    _log_shapes(d)
+    _launch_configs(d)
     return d
 
 

@@ -24,6 +24,21 @@ hung-health                /health and /health_generate accept the connection, n
 port-in-use                another socket already listens on the port when the HTTP server
                            binds (the stand-in holds it itself); the bind error, exit 3
 ignore-sigterm             every process ignores SIGTERM: only SIGKILL ends it
+exit-when-serving          once it serves (and has started its --escape processes), the main
+                           process and its ranks exit 0, as a wrapper script that daemonises
+                           its server does
+
+Escapees (--escape KIND[,KIND...], or STANDIN_ESCAPE): processes it starts once it serves that
+leave its process group, as daemonising helpers of real engines do. Each holds the listening
+socket (the port stays open while it lives), carries the engine's environment (the run's
+SERVEFIT_RUN_ID included) and is named in the log: `stand-in escapee KIND pid N`.
+
+daemon                     a double fork with setsid() in between; the middle process exits at
+                           once, so the daemon is re-parented (to init, or to the nearest child
+                           subreaper)
+session                    subprocess.Popen(..., start_new_session=True)
+daemon-ignore-sigterm,     the same, ignoring SIGTERM
+session-ignore-sigterm
 
 Keys: started with `--api-key` (vLLM: several, or VLLM_API_KEY in its environment) it answers
 401 without the key as the engines do (tests/standin/openai_server.py). STANDIN_CONFIG_API_KEY
@@ -43,6 +58,7 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -56,7 +72,12 @@ FAULTS = (
     "hung-health",
     "port-in-use",
     "ignore-sigterm",
+    "exit-when-serving",
 )
+ESCAPES = ("daemon", "session", "daemon-ignore-sigterm", "session-ignore-sigterm")
+# What an escapee runs (exec'd, so nothing of the stand-in's threads is inherited): it sleeps
+# until killed, holding the inherited listening socket.
+ESCAPEE_CODE = "import time\nwhile True:\n    time.sleep(1)\n"
 
 # Seconds per stage: a real start takes minutes; tests need sub-second ones.
 TIMING = {"weights": 0.15, "alloc": 0.05, "graphs": 0.1, "warmup": 0.05}
@@ -108,6 +129,10 @@ class Log:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
 
+    def standin(self, message: str) -> None:
+        """A line of the stand-in's own, in no engine's format."""
+        self._write(f"stand-in {message}")
+
     def sglang(self, message: str, rank: int | None = None) -> None:
         # sglang/srt/utils/common.py:configure_logger: f"[%(asctime)s{prefix}] %(message)s",
         # datefmt "%Y-%m-%d %H:%M:%S", prefix f" TP{tp_rank}" in scheduler processes.
@@ -154,8 +179,19 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     # SGLang takes one key (ServerArgs.api_key: str); vLLM several (FrontendArgs.api_key: list)
     p.add_argument("--api-key", nargs="+", default=None)
     p.add_argument("--hf-token", default=None)
+    p.add_argument("--escape", type=_escapes, default=os.environ.get("STANDIN_ESCAPE", ""))
     p.add_argument("positional", nargs="*")
     return p.parse_known_args(argv)
+
+
+def _escapes(text: str) -> list[str]:
+    kinds = [k for k in text.split(",") if k]
+    bad = [k for k in kinds if k not in ESCAPES]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown escapee {bad[0]!r} (one of {', '.join(ESCAPES)})"
+        )
+    return kinds
 
 
 def server_args_repr(argv: list[str], **overrides: Any) -> str:
@@ -192,6 +228,7 @@ class Engine:
         self.port = args.port or (30000 if self.engine == "sglang" else 8000)
         self.tp = max(1, args.tp)
         self.children: list[int] = []
+        self._sessions: list[subprocess.Popen[bytes]] = []
         # vllm/entrypoints/openai/api_server.py:build_app: `args.api_key or [envs.VLLM_API_KEY]`
         keys = list(args.api_key or [])
         if os.environ.get("STANDIN_CONFIG_API_KEY"):  # the config file's key (before the CLI's)
@@ -218,6 +255,61 @@ class Engine:
                 finally:
                     os._exit(0)
             self.children.append(pid)
+
+    def start_escapees(self) -> None:
+        """The --escape processes, each holding the listening socket, named in the log."""
+        fd = self.server.fileno()
+        for kind in self.args.escape:
+            pid = (
+                self.daemonize(kind, fd)
+                if kind.startswith("daemon")
+                else self.new_session(kind, fd)
+            )
+            self.log.standin(f"escapee {kind} pid {pid}")
+
+    def _escapee_argv(self, kind: str) -> list[str]:
+        return [sys.executable, "-c", ESCAPEE_CODE, kind]
+
+    def new_session(self, kind: str, fd: int) -> int:
+        # SIG_IGN survives fork and exec: set around the spawn, so no SIGTERM can reach the
+        # escapee before it ignores it
+        ignore = kind.endswith("-ignore-sigterm")
+        previous = signal.signal(signal.SIGTERM, signal.SIG_IGN if ignore else signal.SIG_DFL)
+        try:
+            proc = subprocess.Popen(
+                self._escapee_argv(kind),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                pass_fds=(fd,),
+            )
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        self._sessions.append(proc)  # never waited for: it outlives this process
+        return proc.pid
+
+    def daemonize(self, kind: str, fd: int) -> int:
+        """The classic double fork: the daemon's pid comes back through a pipe."""
+        read_end, write_end = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            try:
+                os.close(read_end)
+                os.setsid()  # a new session and process group: out of the engine's
+                daemon = os.fork()
+                if daemon == 0:
+                    os.set_inheritable(fd, True)
+                    ignore = kind.endswith("-ignore-sigterm")
+                    signal.signal(signal.SIGTERM, signal.SIG_IGN if ignore else signal.SIG_DFL)
+                    argv = self._escapee_argv(kind)
+                    os.execv(argv[0], argv)
+                os.write(write_end, str(daemon).encode())
+            finally:
+                os._exit(0)  # the middle process ends at once: the daemon is re-parented
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as fh:
+            pid = int(fh.read())
+        os.waitpid(middle, 0)
+        return pid
 
     def kill_tree_and_self(self) -> None:
         # sglang/srt/utils/common.py:kill_process_tree(parent_pid, include_parent=True): SIGKILL
@@ -252,6 +344,10 @@ class Engine:
             # uvicorn's STARTUP_FAILURE (3) after SGLang's bind error; vLLM binds before the engine
             # starts and dies with the OSError's traceback (1); start-up errors exit 1.
             return 3 if self.bind_failed and self.engine == "sglang" else 1
+        self.start_escapees()
+        if self.fault == "exit-when-serving":
+            self.kill_children()
+            return 0
         if self.fault != "ignore-sigterm":
             signal.signal(signal.SIGTERM, self.on_sigterm)
         while not self.stop.wait(0.1):

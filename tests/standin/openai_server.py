@@ -44,6 +44,14 @@ hang               generation requests never answer (until the server stops).
 error_500          generation requests get HTTP 500 with the engines' JSON error body.
 drop_stream        streams stop after a few chunks without `[DONE]`; bodies are cut short.
 malformed_json     generation bodies and stream events are not JSON.
+wrong_model        healthy text, but every completion names `answer_as` as its `model`.
+nan_id             /v1/models lists the model with id NaN (a JSON number, not a string).
+numeric_id         /v1/models lists the model with id 7.
+missing_id         /v1/models lists the model without an id.
+
+A completion's `model` is the request's for SGLang (it echoes `request.model`) and the first
+served name for vLLM; ``aliases=`` lists further served names of the same checkpoint, as vLLM
+does for ``--served-model-name a b``.
 
 Use in-process (``serve_forever_in_thread`` / ``running``) or as a process:
 ``python -m tests.standin.openai_server --port 0 --behaviour looping --engine sglang``
@@ -84,6 +92,10 @@ BEHAVIOURS = (
     "error_500",
     "drop_stream",
     "malformed_json",
+    "wrong_model",
+    "nan_id",
+    "numeric_id",
+    "missing_id",
 )
 ENGINES = ("sglang", "vllm")
 
@@ -116,6 +128,9 @@ class StandinConfig:
     drop_after_chunks: int = 3
     exit_after_requests: int | None = None  # process mode only: os._exit after N generations
     api_keys: tuple[str, ...] = ()  # the server's keys (--api-key); empty: no auth
+    # further --served-model-name ids of the same checkpoint (vLLM answers with the first name)
+    aliases: tuple[str, ...] = ()
+    answer_as: str = "other-model"  # the model a "wrong_model" server names in its answers
     # vLLM's request checks (real servers' answers, see _rejected): the context length it lists
     # in /v1/models and enforces, and whether a tool-call parser is set
     max_model_len: int = 32768
@@ -458,23 +473,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path in ("/health", "/health_generate", "/ping"):
             self._send_text(200, "")
         elif path == "/v1/models":
-            owner = config.engine
-            self._send_json(
-                200,
-                {
-                    "object": "list",
-                    "data": [
-                        {
-                            "id": config.model,
-                            "object": "model",
-                            "created": int(time.time()),
-                            "owned_by": owner,
-                            "root": config.model,
-                            "max_model_len": config.max_model_len,
-                        }
-                    ],
-                },
-            )
+            self._send_json(200, {"object": "list", "data": self._model_cards()})
         elif path in ("/get_server_info", "/server_info") and config.engine == "sglang":
             self._send_json(200, self._sglang_server_info())
         elif path == "/metrics" and config.engine == "vllm":
@@ -570,6 +569,41 @@ class _Handler(BaseHTTPRequestHandler):
         return False
 
     # ---- response bodies
+
+    def _model_cards(self) -> list[dict[str, Any]]:
+        """/v1/models: one card per served name, the checkpoint as `root` (vLLM lists every
+        --served-model-name: models/serving.py:OpenAIModelRegistry.show_available_models)."""
+        config = self.server.config
+        cards: list[dict[str, Any]] = [
+            {
+                "id": name,
+                "object": "model",
+                "created": int(time.time()),
+                "owned_by": config.engine,
+                "root": config.model,
+                "max_model_len": config.max_model_len,
+            }
+            for name in (config.model, *config.aliases)
+        ]
+        if config.behaviour == "nan_id":
+            cards[0]["id"] = math.nan  # json.dumps writes NaN, which Python's json.loads reads
+        elif config.behaviour == "numeric_id":
+            cards[0]["id"] = 7
+        elif config.behaviour == "missing_id":
+            del cards[0]["id"]
+        return cards
+
+    def _answer_model(self, body: dict[str, Any]) -> str:
+        """The `model` of a completion: SGLang echoes the request's (serving_chat.py:
+        _build_chat_response, `model=request.model`, default "default"), vLLM names its first
+        served name (models/serving.py:OpenAIServingModels.model_name)."""
+        config = self.server.config
+        if config.behaviour == "wrong_model":
+            return config.answer_as
+        if config.engine == "sglang":
+            requested = body.get("model")
+            return requested if isinstance(requested, str) else "default"
+        return config.model
 
     def _sglang_server_info(self) -> dict[str, Any]:
         config = self.server.config
@@ -669,7 +703,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "id": _id(),
                 "object": "chat.completion",
                 "created": int(time.time()),
-                "model": config.model,
+                "model": self._answer_model(body),
                 "choices": [choice],
                 "usage": usage,
             }
@@ -684,7 +718,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "id": _id(),
                 "object": "text_completion",
                 "created": int(time.time()),
-                "model": config.model,
+                "model": self._answer_model(body),
                 "choices": [choice],
                 "usage": usage,
             }
@@ -709,7 +743,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "id": rid,
                 "object": kind,
                 "created": created,
-                "model": config.model,
+                "model": self._answer_model(body),
                 "choices": [choice] if choice else [],
             }
             if usage is not None:

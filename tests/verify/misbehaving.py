@@ -149,7 +149,7 @@ class _Handler(socketserver.BaseRequestHandler):
 
             def event() -> bytes:
                 text = "thinking\n\n" if mode == "looping" else rng.choice(_WORDS) + " "
-                chunk = {"choices": [{"index": 0, "delta": {"content": text}}]}
+                chunk = {"model": MODEL, "choices": [{"index": 0, "delta": {"content": text}}]}
                 return f"data: {json.dumps(chunk)}\n\n".encode()
 
             self._forever(event, 0.0005)
@@ -175,14 +175,20 @@ class _Handler(socketserver.BaseRequestHandler):
             message = {"role": "assistant", "content": text}
             obj = {
                 "object": "chat.completion",
+                "model": MODEL,
                 "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                 "usage": usage,
             }
             self._reply("200 OK", "application/json", json.dumps(obj).encode())
             return
-        events = [{"choices": [{"index": 0, "delta": {"content": w + " "}}]} for w in text.split()]
-        events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        events.append({"choices": [], "usage": usage})
+        events = [
+            {"model": MODEL, "choices": [{"index": 0, "delta": {"content": w + " "}}]}
+            for w in text.split()
+        ]
+        events.append(
+            {"model": MODEL, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        )
+        events.append({"model": MODEL, "choices": [], "usage": usage})
         payload = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
         self._reply("200 OK", "text/event-stream", payload.encode())
 

@@ -203,7 +203,8 @@ def test_reference_without_logprobs_compares_words():
             return httpx.Response(400, json={"message": "logprobs not supported"})
         message = {"role": "assistant", "content": "one two three"}
         return httpx.Response(
-            200, json={"choices": [{"message": message, "finish_reason": "stop"}]}
+            200,
+            json={"model": "m", "choices": [{"message": message, "finish_reason": "stop"}]},
         )
 
     transport = httpx.MockTransport(handler)

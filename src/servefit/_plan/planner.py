@@ -18,7 +18,7 @@ from servefit.engines.registry import select
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.cache import by_identity
-from servefit.model.quant import quantization_rejection, unknown_method_warning
+from servefit.model.quant import unknown_method_warning
 from servefit.model.spec import ModelSpec
 from servefit.validate import MAX_GPUS, MAX_MIB, bounded_int, finite_float
 
@@ -129,10 +129,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
     )
     measured.check()
     try:
-        refused = quantization_rejection(model.quant)
-        if refused is not None:
-            raise EngineRejection(refused)
-        profile.check_model(model, sizes)
+        profile.check_model(model, sizes)  # the config first: model/readers.py
         resolved = profile.resolve_args(model, gpus, args, dict(request.env))
     except EngineRejection as exc:  # the engine stops before it loads anything
         if not rejections_fail:
@@ -209,16 +206,17 @@ _QUANT_NAME_TAGS = ("fp8", "fp4", "nvfp4", "awq", "gptq", "int4", "int8", "w4a16
 
 def _model_warnings(model: ModelSpec) -> list[str]:
     """A checkpoint named as quantized whose config carries no quantization_config is sized as
-    its dtype: say so, since the weights may then be overestimated by 2-4x."""
+    its dtype: say so, since the weights may then be overestimated by 2-4x. Then what the
+    engines' config readers make of the config's doubtful fields (ModelSpec.notes)."""
     name = model.name.lower().replace("_", "-")
     tags = [t for t in _QUANT_NAME_TAGS if f"-{t}" in name]
     if tags and model.quant.method == "none":
         return [
             f"{model.name} is named {tags[0].upper()} but its config has no quantization_config: "
             f"weights are sized as {model.dtype}; pass the checkpoint's own config.json or directory"
-        ]
+        ] + model.notes
     unknown = unknown_method_warning(model.quant, model.dtype)
-    return [unknown] if unknown else []
+    return ([unknown] if unknown else []) + model.notes
 
 
 def _unsized(profile: Profile, memory: MemoryInputs, resolved: ResolvedArgs) -> Sizing:

@@ -42,6 +42,14 @@ class ArgvRejection(EngineRejection):
         super().__init__(message)
         self.hints = hints
 
+    def __str__(self) -> str:
+        # The message quotes the words the engine refuses with their values (a misspelled
+        # `--api-keyy sk-...`): redacted with the engines' secret flags as well, wherever it is
+        # shown (the plan, a launch's preflight, the error line).
+        from servefit.engines.secretflags import redactor
+
+        return redactor().text(super().__str__())
+
 
 def _is_option(token: str) -> bool:
     return token.startswith("-") and len(token) > 1 and not token[1:2].isdigit()

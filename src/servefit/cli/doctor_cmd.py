@@ -10,6 +10,12 @@ Examples:
   servefit doctor sglang-serve.log --since "10:40" \\
       --command "python -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2 ..."
   servefit doctor vllm.log --gpu H100 --format json
+  journalctl -u sglang | servefit doctor -
+
+\b
+LOG is a file, or - (or /dev/stdin) for standard input. It may be gzip, xz, lzma, bzip2 or
+zstd compressed (told by its first bytes; zstd needs the zstandard package), UTF-8 (with or
+without a byte-order mark) or UTF-16, with LF, CRLF or bare CR line ends.
 
 \b
 The diagnosis uses the latest complete launch in the file (or the one whose arguments match

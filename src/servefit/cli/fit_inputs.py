@@ -132,34 +132,49 @@ def fit_options(f):
     return functools.reduce(lambda acc, dec: dec(acc), reversed(opts), f)
 
 
+def _baseline(
+    cmd: Any, profile: Any, model_keys: tuple[str, ...], opts: dict[str, Any], cli_env: Any
+) -> tuple[dict[str, Any], str | None]:
+    """The launch command's engine args (model keys taken out) and its model. A baseline that
+    would not start is refused with the engine's words: its argparse (argcheck), or GPUs the
+    launch hides from it (CUDA_VISIBLE_DEVICES, inputs.visible_gpu)."""
+    from servefit.cli import argcheck
+    from servefit.cli.inputs import engine_env, visible_gpu
+
+    parsed = profile.parse_argv(list(cmd.argv))
+    stray = argcheck.stray_positionals(profile, cmd.argv)
+    rejected = argcheck.check(list(cmd.argv), parsed, profile, cmd.entrypoint, stray)
+    if rejected is not None:
+        raise rejected
+    gpu = opts.get("gpu")
+    if gpu:
+        env = engine_env(cmd, cli_env, gpu.lower() == "local")
+        visible_gpu(profile, parsed.values, env, gpu, opts.get("num_gpus"))
+    baseline = dict(parsed.values)
+    found = [baseline.pop(k) for k in model_keys if baseline.get(k) is not None]
+    for k in model_keys:
+        baseline.pop(k, None)
+    return baseline, (found[0] if found else None)
+
+
 def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     from servefit._fit.search import FitRequest
     from servefit._fit.space import space_for
-    from servefit.cli import argcheck
     from servefit.cli.inputs import env_from_cli, launch_from_cli, without_secrets
     from servefit.engines.registry import parse_engine, select
     from servefit.errors import ArgumentError
 
-    env = env_from_cli(opts)
+    cli_env = env_from_cli(opts)
     baseline: dict[str, Any] | None = None
     cmd, engine = launch_from_cli(ctx, opts.get("engine"))
-    if cmd is not None:
-        env = {**cmd.env, **env}
+    env = {**cmd.env, **cli_env} if cmd is not None else dict(cli_env)
     engine = engine or "sglang"
     space = space_for(parse_engine(engine)[0])
     model = opts.get("model")
     profile, ref = select(engine)
     if cmd is not None:
-        parsed = profile.parse_argv(list(cmd.argv))
-        stray = argcheck.stray_positionals(profile, cmd.argv)
-        rejected = argcheck.check(list(cmd.argv), parsed, profile, cmd.entrypoint, stray)
-        if rejected is not None:  # the baseline would not start: the engine's argparse says why
-            raise rejected
-        baseline = dict(parsed.values)
-        found = [baseline.pop(k) for k in space.model_keys if baseline.get(k) is not None]
-        for k in space.model_keys:
-            baseline.pop(k, None)
-        model = model or (found[0] if found else None)
+        baseline, found = _baseline(cmd, profile, tuple(space.model_keys), opts, cli_env)
+        model = model or found
     masked, env = without_secrets(ref.name, ref.profile, baseline or {}, env)
     baseline = masked if baseline is not None else None
     base = baseline or {}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,7 +13,9 @@ from servefit.errors import ArgumentError
 from servefit.validate import GIB, GPU_COUNT, MIB
 
 if TYPE_CHECKING:
+    from servefit.engines.base import Profile
     from servefit.engines.command import LaunchCommand
+    from servefit.hardware.spec import GPUSpec
 
 LAUNCH_KEY = "launch_command"
 
@@ -120,19 +124,61 @@ def launch_from_cli(
     ctx: click.Context, engine: str | None
 ) -> tuple[LaunchCommand | None, str | None]:
     """The launch command after `--` (None without one), and the engine spec: --engine, else the
-    command's engine; when both are given they must name the same engine."""
+    command's engine; when both are given they must name the same engine. The command's
+    `--config FILE` is merged in by the release the spec selects (engines/configfile.py)."""
     from servefit.engines.command import parse_launch_command
-    from servefit.engines.registry import parse_engine
 
     launch = (ctx.obj or {}).get(LAUNCH_KEY)
     if not launch:
         return None, engine
-    cmd = parse_launch_command(launch)
-    if engine is None:
-        return cmd, cmd.engine
-    if parse_engine(engine)[0] != cmd.engine:
-        raise ArgumentError(f"--engine {engine} but the launch command runs {cmd.engine}")
-    return cmd, engine
+    cmd = parse_launch_command(launch, engine)
+    return cmd, engine or cmd.engine
+
+
+def engine_env(
+    cmd: LaunchCommand | None, cli_env: Mapping[str, str], local: bool
+) -> dict[str, str]:
+    """The variables the engine starts with: the command's and --env; on this machine
+    (`local`: --gpu local, a launch) also servefit's own environment, which it inherits."""
+    inherited: Mapping[str, str] = os.environ if local else {}
+    base = cmd.engine_env(inherited) if cmd is not None else dict(inherited)
+    return {**base, **cli_env}
+
+
+def visible_gpu(
+    profile: Profile,
+    values: Mapping[str, Any],
+    env: Mapping[str, str],
+    gpu: str,
+    num_gpus: int | None,
+) -> str | GPUSpec:
+    """The GPU to plan on, once the engine's own device checks pass (engines/devices.py): a
+    layout larger than the GPUs CUDA_VISIBLE_DEVICES (HIP/ROCR on ROCm) leaves it, or, with
+    --gpu local, than this machine has, is the engine's failure (DeviceRejection). With
+    --gpu local the first GPU the engine sees is the one planned when it is another model
+    than NVML's first."""
+    from servefit.engines.devices import Visible, check_launch, check_layout, seen_local
+    from servefit.hardware.catalog import find_gpu
+
+    local = gpu.lower() == "local"
+    spec = None if local or gpu.lower() == "cpu" else find_gpu(gpu)
+    vendor = "cpu" if gpu.lower() == "cpu" else spec.vendor if spec is not None else "nvidia"
+    vis = check_launch(profile.engine, profile.version, values, env, vendor)
+    chosen: str | GPUSpec = gpu
+    if local:
+        from servefit.hardware.nvml import gpu_spec_from_local, local_gpus
+
+        devices = local_gpus().devices
+        if devices:
+            seen = seen_local(vis, devices)
+            shown = vis.shown if vis is not None else "this machine (NVML)"
+            vis = Visible(shown, tuple(d.index for d in seen))
+            check_layout(profile.engine, profile.version, values, vis, vendor)
+            if seen and seen[0].name != devices[0].name:  # a mixed machine: the engine's GPU 0
+                chosen = gpu_spec_from_local(seen[0])
+    if num_gpus is not None and vis is not None and num_gpus > vis.count:
+        raise ArgumentError(f"--num-gpus {num_gpus} but {vis.exposes()} to the engine")
+    return chosen
 
 
 class NoDevice(ArgumentError):
@@ -158,11 +204,11 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     from servefit.cli import argcheck
     from servefit.engines.registry import select
 
-    env = env_from_cli(opts)
+    cli_env = env_from_cli(opts)
     engine_argv = list(ctx.args)
     cmd, engine_spec = launch_from_cli(ctx, opts.get("engine"))
+    env = {**cmd.env, **cli_env} if cmd is not None else dict(cli_env)
     if cmd is not None:
-        env = {**cmd.env, **env}
         engine_argv = engine_argv + list(cmd.argv)
     engine_spec = engine_spec or "sglang"
     profile, ref = select(engine_spec)
@@ -173,7 +219,7 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     rejected = argcheck.check(engine_argv, parsed, profile, cmd.entrypoint if cmd else None, stray)
     if rejected is not None:  # the engine's argparse stops the launch: a predicted failure
         raise rejected
-    warnings: list[str] = []
+    warnings: list[str] = list(cmd.notes) if cmd is not None else []
     values = dict(parsed.values)
     model_keys = ("model_tag", "model") if ref.name == "vllm" else ("model_path",)
     found = [values.pop(k) for k in model_keys if values.get(k) is not None]
@@ -203,6 +249,10 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         raise NoDevice(
             "no GPU: pass --gpu NAME (see `servefit gpus`), --gpu local, or --device cpu"
         )
+    local = gpu.lower() == "local"
+    gpu = visible_gpu(
+        profile, parsed.values, engine_env(cmd, cli_env, local), gpu, opts.get("num_gpus")
+    )
     return PlanRequest(
         model=model,
         gpu=gpu,

@@ -66,13 +66,35 @@ def _runs_dir_option(f):
 # ---------------------------------------------------------------------------------- launch
 
 
+def _planned_world(launch: EngineLaunch, request: PlanRequest | None) -> EngineLaunch:
+    """The launch with the GPU count its plan reads (the engine's own parser of the flags, a
+    --config FILE merged in), which the preflight GPU checks use."""
+    import dataclasses
+
+    from servefit.engines.registry import select
+    from servefit.errors import ServefitError
+
+    if request is None:
+        return launch
+    try:
+        sizes = select(request.engine)[0].parallel_sizes(dict(request.args))
+    except ServefitError:
+        return launch
+    if sizes.world == launch.world_size:
+        return launch
+    dp = sizes.world // (sizes.tp * sizes.pp)
+    parts = [("tp", sizes.tp), ("pp", sizes.pp), ("dp", dp)]
+    parallel = " x ".join(f"{k} {n}" for k, n in parts if n > 1 or k == "tp")
+    return dataclasses.replace(launch, world_size=sizes.world, parallel=parallel)
+
+
 def _plan_request(
     ctx: click.Context, opts: dict[str, Any], launch: EngineLaunch, gpus: LocalGPUs
 ) -> tuple[PlanRequest | None, str | None, bool]:
     """(PlanRequest, None, False), or (None, why the launch is not planned, whether the reason
     is one the engine itself would reject the launch for)."""
     from servefit.cli.inputs import NoDevice, request_from_cli
-    from servefit.errors import ArgumentError, HardwareError, ServefitError
+    from servefit.errors import ArgumentError, EngineRejection, HardwareError, ServefitError
 
     if not launch.recognised:
         return (
@@ -99,7 +121,9 @@ def _plan_request(
         if opts.get("gpu"):
             raise  # a --gpu the user typed that servefit does not know: bad input
         return None, str(exc), False
-    except ArgumentError as exc:  # flags or parallelism the engine would reject as well
+    except (ArgumentError, EngineRejection) as exc:
+        # flags or parallelism the engine would reject as well; what it refuses itself: its
+        # argparse, its --config file, GPUs CUDA_VISIBLE_DEVICES hides from it
         return None, str(exc), True
     except ServefitError as exc:  # a model servefit cannot read, an engine without a profile
         return None, str(exc), False
@@ -214,6 +238,7 @@ def launch(
     on_cpu = (opts.get("device") or "").lower() == "cpu"
     gpus = LocalGPUs(reason=CPU_REASON) if on_cpu else local_gpus()  # NVML is not asked on CPU
     request, skip, rejected = _plan_request(ctx, opts, launch_cmd, gpus)
+    launch_cmd = _planned_world(launch_cmd, request)
     if request is not None and request.gpu == "cpu":
         gpus = LocalGPUs(reason=CPU_REASON)
     console.print(f"[bold]preflight[/] {launch_cmd.engine} · {launch_cmd.url}")
@@ -293,7 +318,8 @@ def stop(
     gpu_timeout: float,
     runs_dir: str | None,
 ) -> None:
-    """Stop a run: only the process group servefit started (SIGTERM, grace, SIGKILL)."""
+    """Stop a run: only what servefit started, its engine's process group and the processes
+    carrying the run's SERVEFIT_RUN_ID (SIGTERM, grace, SIGKILL)."""
     from servefit.errors import ArgumentError
     from servefit.launch.liveness import run_is_live
     from servefit.launch.rundir import list_runs, resolve
@@ -332,9 +358,17 @@ def _stop_one(run: RunDir, grace: float | None, port_timeout: float, gpu_timeout
         return False
     how = " then ".join(result.signals)
     escalated = " (it ignored SIGTERM for the grace period)" if result.escalated else ""
-    click.echo(
-        f"{run.id}: sent {how}{escalated}; the engine {result.exit or 'exit status unknown'}"
-    )
+    if result.survived:  # the engine had exited before: what was stopped is what it left
+        n = len(result.found)
+        click.echo(
+            f"{run.id}: the engine {result.exit or 'had exited (exit status unknown)'}; sent "
+            f"{how}{escalated} to {n} surviving process{'es' if n != 1 else ''}: "
+            f"pid {', '.join(map(str, result.found))}"
+        )
+    else:
+        click.echo(
+            f"{run.id}: sent {how}{escalated}; the engine {result.exit or 'exit status unknown'}"
+        )
     self_killed = not result.escalated and result.exit == "was killed by SIGKILL"
     if self_killed and (rec := _readable(run)) is not None and rec.engine == "sglang":
         # sglang/srt/managers/tokenizer_manager.py:sigterm_watchdog ends with
@@ -386,7 +420,7 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
     """List launches and their states."""
     import json
 
-    from servefit.launch.liveness import settle, supervisor_alive
+    from servefit.launch.liveness import settle, supervisor_alive, survivors
     from servefit.launch.rundir import foreign_runs, list_runs
 
     root = _runs_root(runs_dir)
@@ -412,9 +446,14 @@ def runs(runs_dir: str | None, fmt: str, last: int) -> None:
     header = ("RUN", "STATE", "URL", "PID", "READY IN", "EXIT", "COMMAND")
     rows = []
     for rec in records:
-        state = rec.state.replace("_", " ")
-        if not rec.terminal and not supervisor_alive(rec):
-            state += " (no supervisor)"
+        notes = [] if rec.terminal or supervisor_alive(rec) else ["no supervisor"]
+        if left := survivors(rec):  # its engine exited; processes it started did not
+            n = len(left)
+            notes.append(
+                f"exited, {n} process{'es survive' if n != 1 else ' survives'}: "
+                f"pid {', '.join(map(str, left))}"
+            )
+        state = rec.state.replace("_", " ") + (f" ({'; '.join(notes)})" if notes else "")
         took = rec.timings.time_to_ready_s
         exit_ = rec.exit_signal or ("" if rec.exit_code is None else str(rec.exit_code))
         cmd = rec.command_line if len(rec.command_line) <= 60 else rec.command_line[:57] + "..."

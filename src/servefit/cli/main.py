@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -212,7 +213,6 @@ def gpus_cmd(fmt: str, cpu: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: split off a launch command after `--`, turn servefit errors into one line."""
     from servefit.cli.inputs import LAUNCH_KEY
-    from servefit.errors import ServefitError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     launch: list[str] | None = None
@@ -223,45 +223,91 @@ def main(argv: list[str] | None = None) -> None:
         rc = cli.main(
             args=argv, prog_name="servefit", standalone_mode=False, obj={LAUNCH_KEY: launch}
         )
-    except ServefitError as exc:
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # every error (click's Abort too) leaves through _fail, redacted
+        sys.exit(_fail(exc, argv, _redactor(argv, launch)))
+    except KeyboardInterrupt:
+        click.echo("servefit: interrupted", err=True)
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _fail(exc: Exception, argv: list[str], clean: Callable[[str], str]) -> int:
+    """Print an error as one line (a usage error with click's usage) and return its exit
+    status. Every line is passed through `clean`: an error message quotes what it was given,
+    and that can be a URL with a password, a key or a token."""
+    import os
+
+    from servefit.errors import ServefitError
+
+    if isinstance(exc, ServefitError):
         hints = getattr(exc, "hints", None)
         if hints is not None:  # the engine's argparse refuses the launch: a predicted failure
             from servefit.report.verdict import rejection
 
-            rejection(str(exc), hints, _format_of(argv))
-            sys.exit(exc.exit_code)
-        _json_error(argv, str(exc), exc.exit_code)
-        click.echo(f"servefit: error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        _json_error(argv, exc.format_message(), 2)
-        exc.show()
-        sys.exit(2)
-    except click.exceptions.Abort:
+            rejection(clean(str(exc)), tuple(clean(h) for h in hints), _format_of(argv))
+            return exc.exit_code
+        _json_error(argv, clean(str(exc)), exc.exit_code)
+        click.echo(clean(f"servefit: error: {exc}"), err=True)
+        return exc.exit_code
+    if isinstance(exc, click.exceptions.Abort):
         click.echo("servefit: aborted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        click.echo("servefit: interrupted", err=True)
-        sys.exit(130)
-    except Exception as exc:  # a bug in servefit, not bad input: still one line unless debugging
-        import os
+        return 130
+    if isinstance(exc, click.ClickException):
+        import io
 
-        if os.environ.get("SERVEFIT_DEBUG"):
-            raise
-        click.echo(
+        _json_error(argv, clean(exc.format_message()), 2)
+        shown = io.StringIO()  # click's usage and `Error: ...` line, which quote the values
+        exc.show(file=shown)
+        click.echo(clean(shown.getvalue()), err=True, nl=False)
+        return 2
+    if os.environ.get("SERVEFIT_DEBUG"):  # the traceback asked for, redacted like the rest
+        import traceback
+
+        click.echo(clean("".join(traceback.format_exception(exc))), err=True, nl=False)
+        return 3
+    # a bug in servefit, not bad input: still one line unless debugging
+    click.echo(
+        clean(
             f"servefit: internal error: {type(exc).__name__}: {exc} "
-            "(set SERVEFIT_DEBUG=1 for the traceback, and please report it)",
-            err=True,
-        )
-        sys.exit(3)
-    sys.exit(rc if isinstance(rc, int) else 0)
+            "(set SERVEFIT_DEBUG=1 for the traceback, and please report it)"
+        ),
+        err=True,
+    )
+    return 3
+
+
+def _redactor(argv: list[str], launch: list[str] | None) -> Callable[[str], str]:
+    """What cleans an error line: every engine's secret flags, and the secret values of this
+    command line (servefit's options, the launch command, a quoted --command) and of the
+    environment, so that a message quoting one of them alone is masked too."""
+    import os
+    import shlex
+
+    from servefit.redact import Redactor, redact_text
+
+    words = [*argv, *(launch or [])]
+    for word in list(words):
+        if any(c.isspace() for c in word):  # doctor --command "python ... --api-key K"
+            try:
+                words += shlex.split(word)
+            except ValueError:  # an unclosed quote
+                words += word.split()
+    try:
+        from servefit.engines.secretflags import redactor
+
+        base = redactor()
+        red: Redactor = base.with_values([*base.argv_secrets(words), *base.env_secrets(os.environ)])
+    except Exception:  # a broken flag table must not cost the error line its redaction
+        return redact_text
+    return red.text
 
 
 def _json_error(argv: list[str], message: str, code: int) -> None:
     """With --format json, an error is also one JSON object on stdout, so a script that reads
-    stdout gets `{"error": ..., "exit": N}` instead of nothing (the stderr line stays)."""
+    stdout gets `{"error": ..., "exit": N}` instead of nothing (the stderr line stays). The
+    message comes redacted (_fail)."""
     if _format_of(argv) == "json":
         import json
 

@@ -19,6 +19,7 @@ Checks: models & liveness, greedy determinism, degenerate output (streams stoppe
 as a loop is certain), reasoning parser, tool calling, warm rerun after a prefix-cache hit,
 speculative acceptance (SGLang /server_info, vLLM /metrics), speculative vs --reference
 token by token, speed (TTFT, decode tok/s, concurrency) against the bandwidth bound.
+Every answer must name the model asked for (--model, else the first /v1/models id).
 
 \b
 \b
@@ -46,9 +47,28 @@ CHECK_NAMES = (
 
 
 def _check_url(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    from servefit.validate import http_url
+    return None if value is None else checked_url(value, param.name or "URL")
 
-    return None if value is None else http_url(value, param.name or "URL")
+
+def checked_url(value: str, what: str) -> str:
+    """The URL verify connects to: its host NFKC-normalised and IDNA-encoded, then validated.
+    A fault is named in the redacted URL (servefit.redact.redact_url: credentials and secret
+    query values masked), so an error line never shows a secret the URL carries."""
+    from servefit.errors import ArgumentError
+    from servefit.redact import redact_url
+    from servefit.validate import http_url
+    from servefit.verify.address import normalise_host
+
+    url = normalise_host(value, what)
+    # Validated as shown first: its faults are the URL's own (scheme, host, port, spaces),
+    # and the message quotes only the redacted text.
+    http_url(redact_url(url), what)
+    try:
+        return http_url(url, what)
+    except ArgumentError:  # only what redaction hid was wrong: a secret with spaces in it
+        raise ArgumentError(
+            f"{what}: the credentials or query of the URL contain whitespace or control characters"
+        ) from None
 
 
 @click.command("verify", epilog=EPILOG)
@@ -241,7 +261,7 @@ def _from_run(
                 f"its process {rec.pid}; give it with --api-key or SERVEFIT_API_KEY"
             )
         api_key = key.value if key else None
-    return url or rec.url, api_key
+    return url or checked_url(rec.url, "run URL"), api_key
 
 
 def _key_warnings(url: str, reference: str | None, api_key: str | None) -> list[str]:

@@ -210,3 +210,4 @@ class LogFacts(_Frozen):
     dropped_launches: int = 0  # older launches not kept (bounded memory)
     skipped_lines: int = 0  # recognised lines whose values could not be read (torn, corrupted)
     first_skipped_line: int | None = None
+    read_notes: list[str] = Field(default_factory=list)  # how it was read: a guess, a cut, a cap

@@ -26,6 +26,7 @@ from typing import IO, Any
 from servefit.doctor.accumulate import PHASE_OF, LaunchAcc
 from servefit.doctor.argdump import args_from_command
 from servefit.doctor.facts import LaunchFacts, LogFacts
+from servefit.doctor.logfile import is_stdin
 from servefit.doctor.reader import Hit, LineSource, scan
 from servefit.doctor.rules import EventKind
 from servefit.doctor.serving import SERVING_KEYS, ServingLines
@@ -116,10 +117,12 @@ def read_log(
     source: str | Path | IO[bytes] | Iterable[str] | Iterable[bytes], *, fast: bool = True
 ) -> LogFacts:
     """Parse a whole log in one streaming pass. `fast` reads a busy server's serving lines
-    straight into the launch (doctor/serving.py); the facts are the same without it."""
+    straight into the launch (doctor/serving.py); the facts are the same without it. A path,
+    "-" / "/dev/stdin" or a binary file object is opened by doctor/logfile.py (compressed,
+    UTF-16, bare-CR logs); a bad one is a one-line error."""
     path = str(source) if isinstance(source, (str, Path)) else "<stream>"
     size = modified = None
-    if isinstance(source, (str, Path)) and str(source) != "-":
+    if isinstance(source, (str, Path)) and not is_stdin(source):
         # a regular file only: a FIFO would block until a writer appears, a device never ends
         p = readable_file(source, "log")
         st = p.stat()
@@ -155,6 +158,7 @@ def read_log(
         dropped_launches=max(0, splitter.total - len(kept)),
         skipped_lines=lines.skipped,
         first_skipped_line=lines.first_skipped,
+        read_notes=list(lines.notes),
     )
 
 
@@ -167,7 +171,7 @@ def pick(
     log: LogFacts, command_args: dict[str, Any] | None = None
 ) -> tuple[LaunchFacts | None, list[str]]:
     """The latest complete launch (one with an outcome), or the one matching --command; notes."""
-    notes: list[str] = []
+    notes: list[str] = list(log.read_notes)
     if log.skipped_lines:
         notes.append(
             f"{log.skipped_lines:,} line(s) could not be read and were skipped (torn or corrupted "

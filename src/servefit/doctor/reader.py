@@ -1,8 +1,14 @@
 """Stream a log, line by line, in bounded memory, and turn the lines rules know into events.
 
 * Input: a path, "-" (stdin), a binary file object, or any iterable of lines (str or bytes).
+  Paths, stdin and file objects are opened by doctor/logfile.py: compressed, UTF-16 and
+  bare-CR logs come out of it as UTF-8 text with LF line ends.
 * A line longer than MAX_LINE bytes is cut there (the rest is skipped, never held), so one
   giant line cannot blow the memory up; nothing but the current line is kept.
+* A lone CR (a progress bar redrawn with `\r` and no `\n`) ends a line for the rules, which
+  read each piece on its own; line numbers still count LF line ends only (what an editor or
+  `grep -n` shows), so the pieces of one line share its number, and a key that comes again in
+  a later piece of the same line (the same bar redrawn) is read once.
 * A single pre-filter regex (every rule's literal key, plus Python's exception-line shape) is
   searched per line; only lines it hits are decoded, stripped of their prefix and matched.
 * Prefixes understood (the engine adds them; doctor keeps the rank and the timestamp):
@@ -20,17 +26,17 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from servefit.doctor import sglang, vllm
+from servefit.doctor.logfile import MAX_LINE, LogText, open_log
 from servefit.doctor.rules import EXCEPTION_LINE, GENERIC_RULES, BadLine, Event, EventKind, Rule
 from servefit.engines.secretflags import redactor
 
-MAX_LINE = 64 * 1024
+__all__ = ["MAX_LINE", "Hit", "LineSource", "LogLine", "match", "parse_prefix", "scan"]
 
 ALL_RULES: tuple[Rule, ...] = sglang.RULES + vllm.RULES + GENERIC_RULES
 _KEYS: dict[str, tuple[Rule, ...]] = {}
@@ -135,6 +141,9 @@ class LineSource:
         self.ends_mid_line = False
         self.skipped = 0  # recognised lines whose values could not be read
         self.first_skipped: int | None = None
+        self.notes: list[str] = []  # how the input was read (logfile.LogText.notes)
+        # the line whose CR-separated pieces are being read, and the keys read in them
+        self._redrawn: tuple[int, set[str | bytes]] = (0, set())
 
     def skip(self, no: int) -> None:
         """Count a line that is skipped because it could not be read (torn, corrupted)."""
@@ -144,15 +153,11 @@ class LineSource:
 
     def _chunks(self) -> Iterator[str | bytes]:
         src = self.source
-        if isinstance(src, (str, Path)):
-            if str(src) == "-":
-                yield from iter(lambda: sys.stdin.buffer.read(self.CHUNK), b"")
-                return
-            with open(src, "rb") as fh:
-                yield from iter(lambda: fh.read(self.CHUNK), b"")
-            return
-        if isinstance(src, (io.RawIOBase, io.BufferedIOBase)) or hasattr(src, "read"):
-            yield from iter(lambda: src.read(self.CHUNK), b"")  # type: ignore[union-attr]
+        if isinstance(src, (str, Path, io.RawIOBase, io.BufferedIOBase)) or hasattr(src, "read"):
+            text = src if isinstance(src, LogText) else open_log(src)  # type: ignore[arg-type]
+            self.notes = text.notes  # filled while it is read
+            with text:
+                yield from iter(lambda: text.read(self.CHUNK), b"")
             return
         for item in src:  # an iterable of lines, or of blocks of whole lines
             if item and not item.endswith(b"\n" if isinstance(item, bytes) else "\n"):  # type: ignore[arg-type]
@@ -167,10 +172,11 @@ class LineSource:
                 continue
             nl: str | bytes = b"\n" if isinstance(chunk, bytes) else "\n"
             if skipping:
-                cut = chunk.find(nl)  # type: ignore[arg-type]
+                # the over-long piece ends at the line's end or at a CR (its pieces go on)
+                cut = _first(chunk.find(nl), chunk.find(_CR[nl]))  # type: ignore[arg-type]
                 if cut < 0:
                     continue
-                yield from self._scan(carry + nl, nl)  # type: ignore[operator]
+                yield from self._scan(carry + chunk[cut : cut + 1], nl)  # type: ignore[operator]
                 chunk, carry, skipping = chunk[cut + 1 :], None, False
             buf = chunk if carry is None else carry + chunk  # type: ignore[operator]
             end = buf.rfind(nl)  # type: ignore[arg-type]
@@ -180,7 +186,14 @@ class LineSource:
                 yield from self._scan(buf[: end + 1], nl)
                 carry = buf[end + 1 :]
             if len(carry) > MAX_LINE:
-                carry, skipping = carry[:MAX_LINE], True
+                # the pieces before the last CR of an unfinished line are whole: read them
+                # (a progress bar redrawn for megabytes, then the error), keep the last one
+                cr = carry.rfind(_CR[nl], 0, len(carry) - 1)  # type: ignore[arg-type]
+                if cr >= 0:
+                    yield from self._scan(carry[: cr + 1], nl)
+                    carry = carry[cr + 1 :]
+                if len(carry) > MAX_LINE:
+                    carry, skipping = carry[:MAX_LINE], True
         if carry:
             self.ends_mid_line = True
             nl = b"\n" if isinstance(carry, bytes) else "\n"
@@ -188,6 +201,10 @@ class LineSource:
 
     def _scan(self, body: str | bytes, nl: str | bytes) -> Iterator[tuple[int, str]]:
         """Hit lines of `body` (whole lines, ending with a newline)."""
+        cr = _CR[nl]
+        if cr in body and body.count(cr) != body.count(cr + nl):  # type: ignore[operator,arg-type]
+            yield from self._scan_pieces(body, nl)  # a lone CR: pieces of lines
+            return
         pattern = _FILTER_BYTES if isinstance(body, bytes) else _FILTER_STR
         base, counted_to, pos = self.lines, 0, 0
         while (m := pattern.search(body, pos)) is not None:  # type: ignore[arg-type]
@@ -216,6 +233,43 @@ class LineSource:
                 line = line[:MAX_LINE].decode("utf-8", "replace")
             yield base + 1, line[:MAX_LINE]
         self.lines += body.count(nl)  # type: ignore[arg-type]
+
+    def _scan_pieces(self, body: str | bytes, nl: str | bytes) -> Iterator[tuple[int, str]]:
+        """_scan for a body with lone CRs (it ends with an LF, or with a CR inside an unfinished
+        line): a CR ends a piece that the rules read as a line, numbered as the LF line it is
+        part of. A key read in a piece of a line is not read again in a later piece of that
+        line: a progress bar redrawn a hundred times is one line, not a hundred. The serving
+        fast path is not taken (it reads LF lines); the facts are the same without it."""
+        cr = _CR[nl]
+        pattern = _FILTER_BYTES if isinstance(body, bytes) else _FILTER_STR
+        base, counted_to, pos = self.lines, 0, 0
+        while (m := pattern.search(body, pos)) is not None:  # type: ignore[arg-type]
+            start = max(body.rfind(nl, 0, m.start()), body.rfind(cr, 0, m.start())) + 1  # type: ignore[arg-type]
+            stop = _first(body.find(nl, m.end()), body.find(cr, m.end()))  # type: ignore[arg-type]
+            base += body.count(nl, counted_to, start)  # type: ignore[arg-type]
+            counted_to, pos = start, stop + 1
+            line_no, keys = self._redrawn
+            if line_no != base + 1:
+                line_no, keys = base + 1, set()
+                self._redrawn = (line_no, keys)
+            if m.group() in keys:
+                continue
+            keys.add(m.group())
+            line = body[start:stop]
+            if isinstance(line, bytes):
+                line = line[:MAX_LINE].decode("utf-8", "replace")
+            yield line_no, line[:MAX_LINE]
+        self.lines += body.count(nl)  # type: ignore[arg-type]
+
+
+_CR: dict[str | bytes, str | bytes] = {b"\n": b"\r", "\n": "\r"}
+
+
+def _first(a: int, b: int) -> int:
+    """The earlier of two find() results (-1: not found)."""
+    if a < 0 or b < 0:
+        return max(a, b)
+    return min(a, b)
 
 
 def scan(source: LineSource) -> Iterator[Hit]:

@@ -481,7 +481,9 @@ def fixed_command(command: str, fix: Fix, engine: str, profile: str | None) -> s
         cmd = parse_launch_command(command)
     except ServefitError:
         return None
-    argv = list(cmd.argv)
+    # the words as typed: a --config FILE stays (its options are not inlined), and a fix added
+    # after it wins, since both engines let the command line override the file
+    argv = list(cmd.written_argv or cmd.argv)
     given: dict[str, str] = {}
     if profile:
         given = dict(registry.profile(cmd.engine, profile).parse_argv(argv).given)

@@ -217,6 +217,9 @@ class Profile:
     # release of the group is the profile as is.
     for_release: Callable[[str], Profile] | None = None
     hidden_args: frozenset[str] = frozenset()
+    # the code the release reads a config with before anything else (model/readers.py): its
+    # transformers, its own config and quantization classes; check_model refuses what they do
+    config_readers: frozenset[str] = frozenset()
 
     def flag(self, dest: str) -> Flag | None:
         """The release's flag that sets `dest`, None when it has none."""

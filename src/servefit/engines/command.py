@@ -18,13 +18,21 @@ the model stays in `argv` as vLLM's positional `model_tag`.
 A string is tokenised like a POSIX shell (quotes, backslash escapes and line continuations;
 no expansion of `$VARS`). A list is taken as already split: redirections and separators are
 then recognised only as whole tokens (`>`, `2>&1`, `>log`, `&`, `&&`).
+
+The launch is the whole launch: `argv` is what the engine's parser reads, with a
+`--config FILE` merged in as the engine merges it (engines/configfile.py; the file read from
+the current directory, secret values masked; `written_argv` keeps the words as typed), and
+`env` holds the variables the engine starts with, including the GPU visibility ones
+(CUDA_VISIBLE_DEVICES, ...) that bound the GPUs it can use (engines/devices.py).
+`env -u NAME` and `env -i` are kept in `unset` / `inherit_env`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from servefit.errors import ArgumentError
 
@@ -44,9 +52,21 @@ _VLLM_MODULES = {"vllm.entrypoints.openai.api_server"}
 @dataclass(frozen=True)
 class LaunchCommand:
     engine: str  # "sglang" | "vllm"
-    argv: list[str]  # the engine's own arguments
+    argv: list[str]  # the engine's own arguments, a --config FILE merged in
     env: dict[str, str] = field(default_factory=dict)  # assignments in front of / before it
     entrypoint: str = ""  # how it was launched, normalised: "python -m sglang.launch_server"
+    written_argv: list[str] | None = None  # the arguments as typed, when a config was merged
+    config: str | None = None  # the --config FILE merged into argv, as the command names it
+    notes: tuple[str, ...] = ()  # what the engine does not read as it looks (--config=FILE)
+    unset: tuple[str, ...] = ()  # `env -u NAME`: removed from the inherited environment
+    inherit_env: bool = True  # False after `env -i`: the engine starts with `env` alone
+
+    def engine_env(self, inherited: Mapping[str, str]) -> dict[str, str]:
+        """The environment the engine starts with when launched from `inherited`."""
+        base = dict(inherited) if self.inherit_env else {}
+        for name in self.unset:
+            base.pop(name, None)
+        return {**base, **self.env}
 
 
 @dataclass(frozen=True)
@@ -203,8 +223,11 @@ def _segments(tokens: list[_Token]) -> list[list[str]]:
 # --------------------------------------------------------------------------------------------
 
 
-def _strip_prefix(words: list[str], env: dict[str, str]) -> list[str]:
-    """Drop assignments and wrappers in front of the real program, collecting the env."""
+def _strip_prefix(
+    words: list[str], env: dict[str, str], scope: _EnvScope | None = None
+) -> list[str]:
+    """Drop assignments and wrappers in front of the real program, collecting the env (and in
+    `scope`, what `env -u NAME` / `env -i` take away from the inherited one)."""
     i = 0
     while i < len(words):
         w = words[i]
@@ -218,9 +241,7 @@ def _strip_prefix(words: list[str], env: dict[str, str]) -> list[str]:
             i += 1
             continue
         if base == "env":
-            i += 1
-            while i < len(words) and words[i].startswith("-"):
-                i += 2 if words[i] in ("-u", "--unset", "-C", "--chdir") else 1
+            i = _env_options(words, i + 1, env, scope)
             continue
         if base == "stdbuf":
             i += 1
@@ -236,6 +257,36 @@ def _strip_prefix(words: list[str], env: dict[str, str]) -> list[str]:
             continue
         break
     return words[i:]
+
+
+@dataclass
+class _EnvScope:
+    """`env -u NAME` and `env -i` in front of the engine (coreutils env)."""
+
+    unset: list[str] = field(default_factory=list)
+    inherit: bool = True
+
+
+def _env_options(words: list[str], i: int, env: dict[str, str], scope: _EnvScope | None) -> int:
+    """Read `env`'s options from words[i]; the index of the first word after them."""
+    while i < len(words) and words[i].startswith("-"):
+        opt = words[i]
+        if opt in ("-i", "--ignore-environment", "-"):
+            env.clear()  # assignments before it are dropped with the rest of the environment
+            if scope is not None:
+                scope.inherit = False
+            i += 1
+        elif opt in ("-u", "--unset") or opt.startswith(("--unset=", "-u")):
+            if opt in ("-u", "--unset"):
+                name, i = (words[i + 1] if i + 1 < len(words) else ""), i + 2
+            else:
+                name, i = opt.split("=", 1)[1] if "=" in opt else opt[2:], i + 1
+            env.pop(name, None)
+            if scope is not None and name:
+                scope.unset.append(name)
+        else:
+            i += 2 if opt in ("-C", "--chdir") else 1
+    return i
 
 
 def _recognise(words: list[str]) -> tuple[str, str, list[str]] | None:
@@ -289,11 +340,48 @@ def _shorten(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def parse_launch_command(command: str | list[str]) -> LaunchCommand:
+def parse_launch_command(
+    command: str | list[str], engine: str | None = None, cwd: str | None = None
+) -> LaunchCommand:
     """Find the engine launch in a pasted command line; ArgumentError when there is none.
 
     A list of one word holding spaces is a whole command quoted as one argument
-    (`servefit plan -- 'python -m sglang.launch_server ...'`): it is read as a string."""
+    (`servefit plan -- 'python -m sglang.launch_server ...'`): it is read as a string.
+    `engine` (--engine, e.g. "vllm==0.24.0") picks the release whose parser merges a
+    `--config FILE` (read relative to `cwd`, default the current directory); without it, the
+    command's engine as the registry selects it."""
+    cmd = _read_command(command)
+    if engine is not None:
+        from servefit.engines.registry import parse_engine
+
+        if parse_engine(engine)[0] != cmd.engine:
+            raise ArgumentError(f"--engine {engine} but the launch command runs {cmd.engine}")
+    return _with_config(cmd, engine or cmd.engine, cwd)
+
+
+def _with_config(cmd: LaunchCommand, spec: str, cwd: str | None) -> LaunchCommand:
+    """`cmd` with its --config FILE merged into argv as the release's parser merges it."""
+    if not any(a.startswith("--conf") for a in cmd.argv):
+        return cmd  # most commands: nothing more is imported
+    from servefit.engines import configfile
+
+    note = configfile.ignored_config(cmd.engine, cmd.argv)
+    if note is not None:
+        return replace(cmd, notes=(*cmd.notes, note))
+    if "--config" not in cmd.argv:
+        return cmd
+    from servefit.engines.registry import select
+
+    profile, _ = select(spec)
+    if profile.flag("config") is None:  # a release without it: argparse refuses the word
+        return cmd
+    merged = configfile.merge_config(profile, cmd.entrypoint, list(cmd.argv), cwd)
+    if merged is None:
+        return cmd
+    return replace(cmd, argv=merged.argv, written_argv=list(cmd.argv), config=merged.path)
+
+
+def _read_command(command: str | list[str]) -> LaunchCommand:
     if not isinstance(command, str) and len(command) == 1 and any(c.isspace() for c in command[0]):
         command = command[0]
     if isinstance(command, str):
@@ -314,11 +402,20 @@ def parse_launch_command(command: str | list[str]) -> LaunchCommand:
                     env[m.group(1)] = m.group(2)
             continue
         local_env: dict[str, str] = {}
-        found = _recognise(_strip_prefix(words, local_env))
+        scope = _EnvScope()
+        found = _recognise(_strip_prefix(words, local_env, scope))
         if found:
             engine, entrypoint, argv = found
+            base = env if scope.inherit else {}
+            for name in scope.unset:
+                base.pop(name, None)
             return LaunchCommand(
-                engine=engine, argv=list(argv), env={**env, **local_env}, entrypoint=entrypoint
+                engine=engine,
+                argv=list(argv),
+                env={**base, **local_env},
+                entrypoint=entrypoint,
+                unset=tuple(scope.unset),
+                inherit_env=scope.inherit,
             )
     raise ArgumentError(
         "not an SGLang or vLLM launch command (expected `python -m sglang.launch_server ...`, "

@@ -51,7 +51,7 @@ def server_key(engine: str, engine_argv: list[str], env: Mapping[str, str]) -> S
     from servefit.engines.registry import select
 
     profile, _ = select(engine)
-    value = profile.parse_argv(list(engine_argv)).values.get("api_key")
+    value = profile.parse_argv(_with_config_file(engine, engine_argv)).values.get("api_key")
     if isinstance(value, (list, tuple)):
         value = next((v for v in value if v), None)
     if isinstance(value, str) and value:
@@ -62,6 +62,24 @@ def server_key(engine: str, engine_argv: list[str], env: Mapping[str, str]) -> S
     return None
 
 
+def _with_config_file(engine: str, engine_argv: list[str]) -> list[str]:
+    """The flags with a `--config FILE` merged in, values unmasked (a key set in the file is
+    the key the server requires; the file's options come first, so the command line wins, as
+    in both engines' merges: servefit.engines.configfile). A file the engine would refuse
+    leaves the flags as written: the preflight plan reports the refusal."""
+    argv = list(engine_argv)
+    if "--config" not in argv:
+        return argv
+    from servefit.engines import configfile
+    from servefit.engines.registry import select
+
+    try:
+        merged = configfile.merge_config(select(engine)[0], "", argv, masked=False)
+    except ServefitError:
+        return argv
+    return merged.argv if merged is not None else argv
+
+
 def launch_redactor(engine: str, commands: list[list[str]], env: Mapping[str, str]) -> Redactor:
     """The redactor of one launch: the engine's secret flags, and the values of every secret
     in its commands (each read on its own: an option taking several values would take the
@@ -70,7 +88,8 @@ def launch_redactor(engine: str, commands: list[list[str]], env: Mapping[str, st
     from servefit.engines.secretflags import redactor
 
     base = redactor(engine)
-    found = [v for argv in commands for v in base.argv_secrets(argv)]
+    # a key in a --config file is as secret as one on the command line
+    found = [v for argv in commands for v in base.argv_secrets(_with_config_file(engine, argv))]
     return base.with_values([*found, *base.env_secrets(env), *base.env_secrets(os.environ)])
 
 

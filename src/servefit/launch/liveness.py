@@ -1,6 +1,7 @@
 """Is a run still alive? Only what is provably the run's counts (procs.py): the engine's
 group while its leader's start time matches, or members carrying the run's marker once the
-leader is gone; its supervisor while the pid's start time matches the one it recorded.
+leader is gone; any process carrying the marker outside the group (one that called setsid(),
+a daemon); its supervisor while the pid's start time matches the one it recorded.
 
 A supervisor that died (SIGKILL, the OOM killer, a reboot) leaves a record that says
 `ready` or `loading_weights` forever. Whoever reads such a record next (`runs`, `logs -f`,
@@ -39,6 +40,22 @@ def owned_members(record: RunRecord) -> list[int]:
     return [pid for pid in members if procs.run_marker(pid) == record.id]
 
 
+def run_processes(record: RunRecord) -> list[int]:
+    """Every live process of the run: its verified group and whatever carries its marker
+    outside it (a process that left the group still holds the port and GPU memory)."""
+    return sorted(set(owned_members(record)) | set(procs.marked_processes(record.id)))
+
+
+def engine_exited(record: RunRecord) -> bool:
+    """The engine's main process was started and is gone (its pid is not the one recorded)."""
+    return record.pid is not None and not procs.same_process(record.pid, record.pid_start_ticks)
+
+
+def survivors(record: RunRecord) -> list[int]:
+    """Processes of the run still alive although its engine's main process has exited."""
+    return run_processes(record) if engine_exited(record) else []
+
+
 def supervisor_alive(rec: RunRecord, now: float | None = None) -> bool:
     """The run's supervisor runs, or is about to (the run was just prepared)."""
     if rec.watcher_pid is None:
@@ -50,9 +67,9 @@ def supervisor_alive(rec: RunRecord, now: float | None = None) -> bool:
 
 
 def run_is_live(rec: RunRecord, now: float | None = None) -> bool:
-    """The run still holds what it started: its engine's group has members, or it has not
-    ended and its supervisor runs."""
-    if owned_members(rec):
+    """The run still holds what it started: a process of it lives (in its engine's group or
+    marked outside it), or it has not ended and its supervisor runs."""
+    if run_processes(rec):
         return True
     return not rec.terminal and supervisor_alive(rec, now)
 

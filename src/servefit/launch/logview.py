@@ -6,6 +6,11 @@ prints of it goes through the run's redactor: the engine's secret flags and argu
 'api_key': [...]}`), secret environment names, URL credentials, and, while the engine runs, the
 secret values of its own command line and environment. Only whole lines are redacted and
 printed, so a secret is never split between two reads of a growing file.
+
+The log is read the way the doctor reads it (doctor/logfile.py): a compressed or UTF-16 file
+prints as its text, a bare-CR one as lines, and memory stays bounded (a block, plus at most
+MAX_LINE bytes of an unfinished line; a longer line is printed cut, at a space, and says so).
+`--follow` goes on from where that read stopped, in the file's own bytes.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from servefit.launch.diagnose import tail
+from servefit.doctor.logfile import LineCutter, last_lines, lines_of, open_log
+from servefit.errors import ServefitError
 from servefit.launch.liveness import settle
 from servefit.launch.rundir import RunDir
 from servefit.redact import Redactor
 
 FOLLOW_POLL_S = 0.25
+READ_BYTES = 1 << 20  # read at a time: memory stays bounded on a log of any size
 
 
 def show(
@@ -33,21 +40,31 @@ def show(
     """Print `path` (the last `lines` lines when given), then, with `follow`, what the engine
     adds until the run ends (also when its supervisor died: the run is settled then). `echo`
     prints one line."""
-    if lines is not None:
-        for line in tail(path, lines):
-            echo(redactor.text(line))
-        pos = path.stat().st_size
-        rest = b""
-    else:
-        pos, rest = _emit(path, 0, b"", redactor, echo)
-    while follow:
+    cutter = LineCutter()
+    try:
+        with open_log(path) as text:
+            if lines is None:
+                for line in lines_of(text, cutter):
+                    echo(redactor.text(line))
+            else:
+                kept = last_lines(text, lines, cutter)
+                if not follow:  # the unfinished last line counts as one, as for tail -n
+                    kept = [*kept, *cutter.flush()][-lines:] if lines else []
+                for line in kept:
+                    echo(redactor.text(line))
+            pos = text.raw_pos
+    except OSError as exc:
+        raise ServefitError(f"cannot read {path}: {exc.strerror or exc}") from None
+    rest = cutter.rest
+    # a file that is not its own text (compressed, UTF-16) is not a log the engine is writing
+    while follow and pos is not None:
         time.sleep(FOLLOW_POLL_S)
         before = pos
         pos, rest = _emit(path, pos, rest, redactor, echo)
         if pos == before and _ended(run):
             break
-    if rest:
-        echo(redactor.text(rest.decode("utf-8", "replace")))
+    for line in LineCutter(rest).flush():
+        echo(redactor.text(line))
 
 
 def _ended(run: RunDir) -> bool:
@@ -63,15 +80,13 @@ def _ended(run: RunDir) -> bool:
 def _emit(
     path: Path, pos: int, rest: bytes, redactor: Redactor, echo: Callable[[str], None]
 ) -> tuple[int, bytes]:
-    """Print the whole lines after `pos`; returns the new position and the unfinished line."""
+    """Print the whole lines after `pos`; returns the new position and the unfinished line
+    (at most MAX_LINE bytes of it: logfile.LineCutter)."""
+    cutter = LineCutter(rest)
     with open(path, "rb") as fh:
         fh.seek(pos)
-        data = fh.read()
-    pos += len(data)
-    data = rest + data
-    end = data.rfind(b"\n")
-    if end < 0:
-        return pos, data
-    for line in data[:end].decode("utf-8", "replace").split("\n"):
-        echo(redactor.text(line))
-    return pos, data[end + 1 :]
+        while data := fh.read(READ_BYTES):
+            pos += len(data)
+            for line in cutter.feed(data):
+                echo(redactor.text(line))
+    return pos, cutter.rest

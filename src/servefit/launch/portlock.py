@@ -5,9 +5,13 @@ minutes after it starts (after the weights), so two launches on one port both pa
 second one's engine fails to bind while the first one answers. A launch therefore claims its
 port in the runs directory before its engine starts: `<runs>/.ports/<port>` holds the run id.
 A second launch on that port is refused with one line naming the run that holds it, until that
-run has ended; a claim whose run has ended (its supervisor and engine gone, or its record gone
-or unreadable) is stale and taken over. The check and the claim happen under one flock, so two
-launches racing for a port cannot both win.
+run has ended; a claim whose run has ended (its supervisor gone and no process of it left, in
+its engine's group or carrying its SERVEFIT_RUN_ID outside it, or its record gone or
+unreadable) is stale and taken over. A run whose engine exited while a process it started
+lives on (a daemon that left the group still listening there) keeps its claim: taking it over
+would start a second engine against that process. The check and the claim happen under one
+flock, so two launches racing for a port cannot both win, and the loser is refused before
+anything of it is started (supervisor.prepare_run claims before the supervisor is spawned).
 
 The port alone is the key: on Linux 127.0.0.1:P and 0.0.0.0:P cannot both be bound.
 """

@@ -7,17 +7,30 @@ boot (/proc/<pid>/stat field 22), and every process of the run inherits the envi
 SERVEFIT_RUN_ID=<run id>. Before any signal, the leader's start time must match, or, once the
 leader is gone, the group's members must carry the marker.
 
+A process can leave the engine's group (setsid(), start_new_session=True, a daemon's double
+fork) but not its environment: the marker read from /proc/<pid>/environ is what makes it the
+run's (`marked_processes`), and it is checked again through a pidfd right before the signal
+(`signal_marked`), so a pid reused in between is never hit. Only our own user's (or root's)
+environments are readable, which is all a user's runs start.
+
 Engines run on Linux; elsewhere the /proc reads return None and callers fall back to signal 0.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping
 
 RUN_MARKER = "SERVEFIT_RUN_ID"
 _PROC = "/proc"
+# prctl(2) options (linux/prctl.h): orphaned descendants re-parent to a child subreaper, not init.
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -51,6 +64,23 @@ def _state_and_pgid(pid: int) -> tuple[str, int] | None:
         return None
     try:
         return fields[0], int(fields[2])
+    except ValueError:
+        return None
+
+
+def pgid_of(pid: int) -> int | None:
+    """`pid`'s process group (None when gone or unreadable)."""
+    info = _state_and_pgid(pid)
+    return info[1] if info is not None else None
+
+
+def parent_of(pid: int) -> int | None:
+    """`pid`'s parent (proc(5) field 4; None when gone or unreadable)."""
+    fields = _stat_fields(pid)
+    if fields is None or len(fields) < 2:
+        return None
+    try:
+        return int(fields[1])
     except ValueError:
         return None
 
@@ -96,9 +126,7 @@ def group_members(pgid: int | None) -> list[int]:
             pass
         return [pgid]
     members = []
-    for name in os.listdir(_PROC):
-        if not name.isdigit():
-            continue
+    for name in _pid_names():
         info = _state_and_pgid(int(name))
         if info is not None and info[1] == pgid and info[0] not in ("Z", "X"):
             members.append(int(name))
@@ -133,6 +161,116 @@ def environ(pid: int) -> dict[str, str]:
 def run_marker(pid: int) -> str | None:
     """The SERVEFIT_RUN_ID in `pid`'s environment; None when absent or unreadable."""
     return environ(pid).get(RUN_MARKER)
+
+
+def marked_processes(run_id: str) -> list[int]:
+    """Live processes carrying SERVEFIT_RUN_ID=`run_id`, in the engine's group or out of it;
+    never the calling process (a `servefit stop` typed in a shell of the run must finish)."""
+    if not run_id or not os.path.exists(f"{_PROC}/self/environ"):
+        return []
+    # One exact entry among the NUL-separated ones: "RUN=x" must not match "RUN=x2".
+    needle = f"\0{RUN_MARKER}={run_id}\0".encode()
+    me = os.getpid()
+    found = []
+    for name in _pid_names():
+        pid = int(name)
+        if pid == me:
+            continue
+        try:
+            with open(f"{_PROC}/{pid}/environ", "rb") as fh:
+                raw = fh.read()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in b"\0" + raw + b"\0" and is_alive(pid):
+            found.append(pid)
+    return sorted(found)
+
+
+def _pid_names() -> list[str]:
+    try:
+        return [n for n in os.listdir(_PROC) if n.isdigit()]
+    except OSError:
+        return []
+
+
+def signal_marked(pid: int, run_id: str, signum: int) -> bool:
+    """Send `signum` to `pid` only while it carries the run's marker. The pidfd is opened
+    before the marker is read: if the process exits and its pid is reused in between, the
+    signal goes to the pidfd's (dead) process and fails, never to the newcomer."""
+    pidfd: int | None = None
+    with contextlib.suppress(OSError, AttributeError):  # no pidfd (kernel < 5.3, not Linux)
+        pidfd = os.pidfd_open(pid)
+    try:
+        if run_marker(pid) != run_id or not is_alive(pid):
+            return False
+        if pidfd is not None:
+            signal.pidfd_send_signal(pidfd, signum)
+        else:
+            os.kill(pid, signum)
+    except OSError:  # gone (ESRCH) or not ours (EPERM)
+        return False
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    return True
+
+
+def reap(seen: Mapping[int, int | None]) -> None:
+    """Collect the exit status of those of `seen` (pid -> start ticks) that ended as zombie
+    children of this process: orphans a subreaper adopted. The start time must still match,
+    so a pid reused since is left alone. The caller leaves out children it started itself
+    (the engine): their status belongs to their subprocess.Popen."""
+    me = os.getpid()
+    for pid, ticks in seen.items():
+        if ticks is None or start_ticks(pid) != ticks or parent_of(pid) != me:
+            continue
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+_subreaper_lock = threading.Lock()
+_subreaper_users = 0
+_subreaper_before = False
+
+
+def _prctl(option: int, value: int | ctypes.c_int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        arg = ctypes.byref(value) if isinstance(value, ctypes.c_int) else ctypes.c_ulong(value)
+        return int(libc.prctl(option, arg, 0, 0, 0)) == 0
+    except (OSError, AttributeError, TypeError):
+        return False
+
+
+def is_subreaper() -> bool:
+    out = ctypes.c_int(0)
+    return _prctl(_PR_GET_CHILD_SUBREAPER, out) and out.value != 0
+
+
+@contextlib.contextmanager
+def child_subreaper() -> Iterator[bool]:
+    """While inside, this process is a child subreaper (Linux): a process of the engine whose
+    parent exits (a daemon's double fork) re-parents to it instead of init, so it stays a
+    descendant and its zombie is collected here. Yields whether that holds; elsewhere False,
+    silently. Counted, so supervisors sharing one process (tests) leave the flag as it was
+    found once the last one is done."""
+    global _subreaper_users, _subreaper_before
+    with _subreaper_lock:
+        if _subreaper_users == 0:
+            _subreaper_before = is_subreaper()
+            active = _subreaper_before or _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        else:
+            active = is_subreaper()
+        _subreaper_users += 1
+    try:
+        yield active
+    finally:
+        with _subreaper_lock:
+            _subreaper_users -= 1
+            if _subreaper_users == 0 and not _subreaper_before:
+                _prctl(_PR_SET_CHILD_SUBREAPER, 0)
 
 
 def process_name(pid: int) -> str:

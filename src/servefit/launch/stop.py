@@ -1,9 +1,11 @@
-"""Stopping a run: only the process group servefit started, never anything found by name.
+"""Stopping a run: only what servefit started, never anything found by name.
 
-SIGTERM to the group, a grace period, SIGKILL to whatever is left; then wait until the port is
-closed and, where NVML works, until the GPUs no longer list the run's processes. The group is
-signalled only while it is provably the run's (procs.py: the leader's start time matches, or the
-members carry the run's SERVEFIT_RUN_ID marker).
+SIGTERM to the engine's process group and to each process carrying the run's SERVEFIT_RUN_ID
+outside it (one that called setsid(): a daemon, a start_new_session=True helper), a grace
+period, SIGKILL to whatever is left; then wait until the port is closed and, where NVML works,
+until the GPUs no longer list any of those processes. The group is signalled only while it is
+provably the run's (procs.py: the leader's start time matches, or the members carry the
+marker); a process outside it only while it carries the marker (checked through a pidfd).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from servefit.launch import procs
-from servefit.launch.liveness import log_errors, owned_members, supervisor_alive, unobserved
+from servefit.launch.liveness import (
+    engine_exited,
+    log_errors,
+    owned_members,
+    run_processes,
+    supervisor_alive,
+    unobserved,
+)
 from servefit.launch.rundir import RunDir
 from servefit.launch.schema import RunRecord, StopInfo
 
@@ -34,23 +43,56 @@ class StopResult:
     state: str | None = None
     exit: str | None = None  # "was killed by SIGTERM", ...
     notes: list[str] = field(default_factory=list)
+    found: list[int] = field(default_factory=list)  # the run's processes when the stop began
+    escapees: list[int] = field(default_factory=list)  # of those, outside the engine's group
+    engine_exited: bool = False  # the engine's main process was gone: `found` are survivors
+
+    @property
+    def survived(self) -> str | None:
+        """'2 processes survived the engine: pid 1, 2' when the engine had exited."""
+        if not self.engine_exited or not self.found:
+            return None
+        n = len(self.found)
+        pids = ", ".join(map(str, self.found))
+        return f"{n} process{'es' if n != 1 else ''} survived the engine: pid {pids}"
+
+    @property
+    def group_ran(self) -> bool:
+        """Members of the engine's own group were among what the stop found."""
+        return bool(set(self.found) - set(self.escapees))
 
 
-def terminate_group(
+def escapees(record: RunRecord) -> list[int]:
+    """Processes carrying the run's marker outside its engine's process group."""
+    return [p for p in procs.marked_processes(record.id) if procs.pgid_of(p) != record.pgid]
+
+
+def _signal_run(record: RunRecord, signum: int) -> None:
+    group = owned_members(record)
+    if group:
+        assert record.pgid is not None
+        procs.signal_group(record.pgid, signum)
+    for pid in procs.marked_processes(record.id):
+        # the group's members got it from killpg: a second SIGTERM can mean "force" to a server
+        if not group or procs.pgid_of(pid) != record.pgid:
+            procs.signal_marked(pid, record.id, signum)
+
+
+def terminate_run(
     record: RunRecord, grace_s: float, kill_wait_s: float = 5.0
 ) -> tuple[list[str], bool, bool]:
-    """SIGTERM, grace, SIGKILL. Returns (signals sent, escalated, group gone)."""
+    """SIGTERM, grace, SIGKILL, to the group and the marked processes outside it. Returns
+    (signals sent, escalated, all gone)."""
     sent: list[str] = []
-    if not owned_members(record):
+    if not run_processes(record):
         return sent, False, True
-    assert record.pgid is not None
-    procs.signal_group(record.pgid, signal.SIGTERM)
+    _signal_run(record, signal.SIGTERM)
     sent.append("SIGTERM")
-    if _wait(lambda: not owned_members(record), grace_s):
+    if _wait(lambda: not run_processes(record), grace_s):
         return sent, False, True
-    procs.signal_group(record.pgid, signal.SIGKILL)
+    _signal_run(record, signal.SIGKILL)
     sent.append("SIGKILL")
-    return sent, True, _wait(lambda: not owned_members(record), kill_wait_s)
+    return sent, True, _wait(lambda: not run_processes(record), kill_wait_s)
 
 
 def _wait(done: Callable[[], bool], timeout_s: float) -> bool:
@@ -129,14 +171,17 @@ def stop_run(
     if rec.pid is None and not already_terminal and supervisor_alive(rec):
         _wait(lambda: _read(run, rec).pid is not None or _read(run, rec).terminal, record_timeout_s)
         rec = _read(run, rec)
-    result = StopResult(run_id=run.id, was_running=bool(owned_members(rec)), notes=notes)
-    before = set(owned_members(rec))
+    result = _found(rec, notes)
+    before = set(result.found)
     if rec.pid:
         before.add(rec.pid)
     if result.was_running:
-        result.signals, result.escalated, gone = terminate_group(rec, grace)
+        result.signals, result.escalated, gone = terminate_run(rec, grace)
         if not gone:
-            result.notes.append("some processes of the run survived SIGKILL (uninterruptible I/O?)")
+            left = ", ".join(map(str, run_processes(rec)))
+            result.notes.append(
+                f"some processes of the run survived SIGKILL (uninterruptible I/O?): pid {left}"
+            )
     if result.was_running or rec.state in ("ready", "capturing_graphs"):
         host = "127.0.0.1" if rec.host in ("0.0.0.0", "", "::") else rec.host
         result.port_closed = _wait(lambda: not port_open(host, rec.port), port_timeout_s)
@@ -156,6 +201,22 @@ def stop_run(
     except OSError as exc:
         result.notes.append(f"the outcome was not recorded in run.json: {_os_error(exc)}")
         result.state = result.state or ("stopped" if result.was_running else rec.state)
+    return result
+
+
+def _found(rec: RunRecord, notes: list[str]) -> StopResult:
+    """What the stop will end: the run's processes, those outside the group named in a note."""
+    found = run_processes(rec)
+    result = StopResult(run_id=rec.id, was_running=bool(found), notes=notes, found=found)
+    result.escapees = escapees(rec) if found else []
+    result.engine_exited = bool(found) and engine_exited(rec)
+    if result.escapees and not result.engine_exited:
+        n = len(result.escapees)
+        result.notes.append(
+            f"{n} process{'es' if n != 1 else ''} outside the engine's process group carried "
+            f"the run's {procs.RUN_MARKER} and {'were' if n != 1 else 'was'} ended too: "
+            f"pid {', '.join(map(str, result.escapees))}"
+        )
     return result
 
 
@@ -180,10 +241,12 @@ def _record_outcome(run: RunDir, result: StopResult, by: str) -> None:
             final.stop.escalated = result.escalated
             final.stop.port_closed = result.port_closed
             final.stop.gpu_released = result.gpu_released
-            final.stop.note = "; ".join(result.notes) or None
+            notes = [result.survived] if result.survived else []
+            final.stop.note = "; ".join([*notes, *result.notes]) or None
         if not final.terminal and not owned_members(final):
             final.timings.ended = final.timings.ended or time.time()
-            if result.was_running:
+            # only escapees left: the engine itself had ended unobserved, which is no stop
+            if result.was_running and result.group_ran:
                 final.state = "stopped"
                 final.message = (
                     f"stopped by {by} ({' then '.join(result.signals)}); "

@@ -11,8 +11,13 @@ healthy `settle_s` later. The probes send the launch's own key (auth.server_key)
 answers 401/403 all the same wants a key servefit does not know: that is recorded
 (`auth_note`), readiness rests on /health alone, and the engine is never failed or stopped
 for it. When the engine exits, the exit code or signal is recorded (only the
-parent can read it, which is why the supervisor is the engine's parent), leftovers of the group
-are cleaned up, and the doctor is run on the log.
+parent can read it, which is why the supervisor is the engine's parent), what is left of the
+run is cleaned up (the group's members and the processes carrying the run's marker outside
+it), and the doctor is run on the log.
+
+While it supervises, the supervisor is a child subreaper where Linux allows it
+(procs.child_subreaper): a process of the engine whose parent exits, the daemon of a double
+fork, re-parents to the supervisor instead of init, and its zombie is collected here.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from urllib.parse import urlsplit
 from servefit.launch import portlock, procs, sockets
 from servefit.launch.auth import ServerKey, auth_refused, launch_redactor, server_key
 from servefit.launch.events import LogProgress, split_lines
-from servefit.launch.liveness import owned_members
+from servefit.launch.liveness import owned_members, run_processes
 from servefit.launch.probe import check_health, readiness
 from servefit.launch.rundir import RunDir
 from servefit.launch.schema import (
@@ -174,6 +179,9 @@ class Supervisor:
         self._ready_mono: float | None = None
         self._dirty = False
         self._dirty_since_error = False  # the last write of run.json failed
+        # pid -> start ticks of the run's processes this supervisor ended: those adopted here
+        # (it is a child subreaper) are collected at the end, so no zombie of them is left
+        self._ended: dict[int, int | None] = {}
 
     # ---- record plumbing: the supervisor owns these fields, `servefit stop` owns stop*
 
@@ -245,6 +253,11 @@ class Supervisor:
     def run(self) -> RunRecord:
         self.record.watcher_pid = os.getpid()
         self.record.watcher_start_ticks = procs.start_ticks(os.getpid())
+        # before the spawn: an orphan of the engine must find the supervisor, not init
+        with procs.child_subreaper():
+            return self._supervise()
+
+    def _supervise(self) -> RunRecord:
         if not self._spawn():
             return self.record
         spec = self.spec
@@ -394,12 +407,10 @@ class Supervisor:
         self._commit()
         if self.record.config.keep_failed:
             return
-        from servefit.launch.stop import terminate_group
-
         info = StopInfo(requested_at=time.time(), by=why, grace_s=self.record.config.grace_s)
         with contextlib.suppress(OSError), self.rundir.update() as rec:  # a full disk: stop anyway
             rec.stop = info
-        signals, escalated, _ = terminate_group(self.record, self.record.config.grace_s)
+        signals, escalated, _ = self._terminate(self.record.config.grace_s)
         with contextlib.suppress(OSError), self.rundir.update() as rec:
             if rec.stop is not None:
                 rec.stop.signals = signals
@@ -424,13 +435,17 @@ class Supervisor:
             rec.message = self._exit_message(how)  # reads the stage the engine died in
             rec.state = "failed"
         self._cleanup_leftovers()
+        self._reap_adopted()
         deadline = time.monotonic() + FINAL_WRITE_S
         while not self._commit() and time.monotonic() < deadline:
             time.sleep(STOP_POLL_S * 2)
         if rec.state == "failed":
             self._diagnose()
-        # the engine's group is gone (cleaned up above): the port is free for the next launch
-        portlock.release(self.rundir.path.parent, rec.port, rec.id)
+        # The run's processes are gone (cleaned up above): the port is free for the next launch.
+        # One that survived SIGKILL may still hold it: the claim stays, naming this run, until
+        # it is gone (portlock takes a claim over once nothing of its run lives).
+        if not run_processes(rec):
+            portlock.release(self.rundir.path.parent, rec.port, rec.id)
 
     def _exit_message(self, how: str) -> str:
         rec, prober = self.record, self.prober
@@ -446,14 +461,24 @@ class Supervisor:
         return msg
 
     def _cleanup_leftovers(self) -> None:
-        """The leader is gone; processes it forked may still hold GPU memory. They are ours."""
-        from servefit.launch.stop import terminate_group
-
-        left = owned_members(self.record)
+        """The leader is gone; processes it started may still hold the port and GPU memory,
+        in its group or, having left it, carrying the run's marker. They are ours."""
+        left = run_processes(self.record)
         if not left:
             return
         self.record.leftover_pids = left
-        terminate_group(self.record, grace_s=2.0)
+        self._terminate(grace_s=2.0)
+
+    def _terminate(self, grace_s: float) -> tuple[list[str], bool, bool]:
+        from servefit.launch.stop import terminate_run
+
+        for pid in run_processes(self.record):
+            self._ended.setdefault(pid, procs.start_ticks(pid))
+        return terminate_run(self.record, grace_s)
+
+    def _reap_adopted(self) -> None:
+        engine = self.proc.pid if self.proc is not None else None
+        procs.reap({pid: t for pid, t in self._ended.items() if pid != engine})
 
     def _diagnose(self) -> None:
         from servefit.launch.diagnose import diagnose_run
@@ -543,9 +568,13 @@ def spawn_supervisor(run: RunDir) -> subprocess.Popen[bytes]:
     that launched it and does not receive that terminal's Ctrl-C. The launch spec, secrets
     included, goes to it through a pipe on its standard input, never through a file."""
     assert run.spec is not None, "spawn_supervisor needs the run from prepare_run"
+    # A launch typed inside another run's process inherits that run's marker: the supervisor
+    # must not carry it, or stopping that run would end this one's supervisor.
+    env = {k: v for k, v in os.environ.items() if k != procs.RUN_MARKER}
     with run.open_supervisor_log() as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "servefit.launch.watch", str(run.path)],
+            env=env,
             stdin=subprocess.PIPE,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -12,20 +12,37 @@ from urllib.parse import urlparse
 
 from servefit.didyoumean import hint
 from servefit.errors import ConfigError
-from servefit.validate import expand_path, os_error, read_json_file, readable_dir
+from servefit.validate import (
+    MAX_JSON_BYTES,
+    expand_path,
+    load_json,
+    os_error,
+    readable_dir,
+    readable_file,
+)
 
 # A Hub repo id: "org/name" (or a bare "name"), letters, digits, '-', '_', '.'.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """Parse a config file within servefit's JSON limits (size, depth, integer digits; a FIFO or
-    a directory is refused before it is opened). Python's json accepts the bare Infinity/NaN
-    tokens that official Nemotron-H configs contain (`time_step_limit: [0.0, Infinity]`)."""
-    data = read_json_file(path, "config", error=ConfigError)
+    """Parse a config file within servefit's limits (size, UTF-8; a FIFO or a directory is
+    refused before it is opened), once, in one pass of the C parser (validate.load_json)."""
+    path = readable_file(path, "config", error=ConfigError)
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_JSON_BYTES + 1)
+    except OSError as exc:
+        raise os_error(exc, path, "config", ConfigError) from None
+    data = load_json(raw, f"config {_short(path)}", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def _short(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 160 else text[:80] + "..." + text[-60:]
 
 
 def load_config(ref: str) -> tuple[dict[str, Any], str]:
@@ -34,6 +51,13 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
     The source is the absolute path for local files and directories, "catalog:<id>" for a
     bundled config and "hub:<id>" for a download.
     """
+    path, source = find_config(ref)
+    return read_json(path), source
+
+
+def find_config(ref: str) -> tuple[Path, str]:
+    """(the config.json file, source) for a path, checkpoint dir, catalog id or Hub id, found
+    without reading it; the file may still be one read_json refuses (a FIFO, a directory)."""
     from servefit import catalog
 
     if not isinstance(ref, str) or not ref.strip():
@@ -46,13 +70,13 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
         cfg = path / "config.json"
         if _kind(cfg) is None:
             raise ConfigError(f"{path} has no config.json")
-        return read_json(cfg), str(path.resolve())
+        return cfg, str(path.resolve())
     if kind is not None:
-        return read_json(path), str(path.resolve())
+        return path, str(path.resolve())
 
     entry = catalog.find_entry(ref)
     if entry is not None:
-        return read_json(entry.path), f"catalog:{entry.id}"
+        return entry.path, f"catalog:{entry.id}"
 
     looks_local = ref.endswith(".json") or ref.startswith((".", "/", "~")) or "\\" in ref
     near = _near_bundled(ref, [e.id for e in catalog.entries()])
@@ -102,7 +126,7 @@ def hub_reachable(host: str, timeout: float = 3.0) -> bool:
     return True
 
 
-def _from_hub(repo_id: str) -> dict[str, Any]:
+def _from_hub(repo_id: str) -> Path:
     hint = (
         f"cannot fetch {repo_id}/config.json from the Hugging Face Hub ({{why}}); "
         "use a bundled model (`servefit models`) or pass a local config.json / checkpoint dir"
@@ -112,8 +136,8 @@ def _from_hub(repo_id: str) -> dict[str, Any]:
     except ImportError:
         raise ConfigError(hint.format(why="huggingface_hub is not installed")) from None
     try:  # a copy already in the local Hub cache needs no network
-        return read_json(Path(hf_hub_download(repo_id, "config.json", local_files_only=True)))
-    except Exception:  # noqa: BLE001 - not cached (or unreadable): go online below
+        return Path(hf_hub_download(repo_id, "config.json", local_files_only=True))
+    except Exception:  # noqa: BLE001 - not cached: go online below
         pass
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
         raise ConfigError(hint.format(why="HF_HUB_OFFLINE is set and it is not in the local cache"))
@@ -129,4 +153,4 @@ def _from_hub(repo_id: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: all one clear line
         why = type(exc).__name__
         raise ConfigError(hint.format(why=why)) from None
-    return read_json(Path(local))
+    return Path(local)

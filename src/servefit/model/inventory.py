@@ -15,6 +15,8 @@ config does not say `language_model_only: true`. Vision weights then count as lo
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
+from pathlib import Path
 from typing import Any
 
 from servefit.errors import ConfigError, ServefitError, UnsupportedModelError
@@ -35,7 +37,9 @@ from servefit.model.layers import (
     ShortConv,
     SlidingWindowAttention,
 )
+from servefit.model.layout_checks import layout_issues
 from servefit.model.quant import parse_quant
+from servefit.model.quant_checks import quant_issues
 from servefit.model.spec import ModelSpec
 
 _DTYPES = {
@@ -426,7 +430,7 @@ def _build(config: dict[str, Any], name: str, source: str) -> ModelSpec:
         "n_positions",
         default=2048,
     )
-    kinds, _ = layer_plan(text, model_type)
+    kinds, pattern = layer_plan(text, model_type)
     mixers = _MixerFactory(text, model_type, hidden)
     ffns = _FfnRules(text, model_type)
     layers = tuple(
@@ -453,6 +457,7 @@ def _build(config: dict[str, Any], name: str, source: str) -> ModelSpec:
         text_config=text.data,
         raw_config=config,
         source=source,
+        issues=layout_issues(text, model_type, kinds, pattern) + quant_issues(top, text),
     )
     from dataclasses import replace
 
@@ -485,23 +490,50 @@ def build_model_spec(config: dict[str, Any], *, name: str, source: str) -> Model
         raise ConfigError(f"cannot interpret config: {type(exc).__name__}: {exc}"[:300]) from None
 
 
+# load_model's answers by (reference, source, the file's identity and mtime): a command that
+# plans a model twice (plan's fix suggestions re-plan it, --compare plans it on the other
+# engine, doctor and verify check --model before they plan) parses its config.json once.
+_LOADED: dict[tuple[Hashable, ...], ModelSpec] = {}
+
+
 def load_model(ref: str) -> ModelSpec:
     """Load a config (path, checkpoint dir, catalog id, Hub id) and build its ModelSpec."""
-    from servefit.model.config import load_config
+    from servefit.model.config import find_config, read_json
 
-    config, source = load_config(ref)
-    name = ref
+    path, source = find_config(ref)
+    key = (ref, source, _stamp(path))
+    hit = _LOADED.get(key) if key[-1] is not None else None
+    if hit is not None:
+        return hit
+    config = read_json(path)
+    spec = build_model_spec(config, name=_name(ref, source, config), source=source)
+    if key[-1] is not None:
+        if len(_LOADED) >= 16:
+            _LOADED.clear()
+        _LOADED[key] = spec
+    return spec
+
+
+def _stamp(path: Path) -> tuple[int, int, int, int] | None:
+    """The file as it is now; None when it cannot be looked at (read_json says why)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _name(ref: str, source: str, config: dict[str, Any]) -> str:
     if source.startswith("catalog:"):
-        name = source.removeprefix("catalog:")
-    elif source.startswith("hub:"):
-        name = source.removeprefix("hub:")
-    else:
-        name_or_path = config.get("_name_or_path")
-        if (
-            isinstance(name_or_path, str)
-            and name_or_path
-            and "/" in name_or_path
-            and not name_or_path.startswith("/")
-        ):
-            name = name_or_path
-    return build_model_spec(config, name=name, source=source)
+        return source.removeprefix("catalog:")
+    if source.startswith("hub:"):
+        return source.removeprefix("hub:")
+    name_or_path = config.get("_name_or_path")
+    if (
+        isinstance(name_or_path, str)
+        and name_or_path
+        and "/" in name_or_path
+        and not name_or_path.startswith("/")
+    ):
+        return name_or_path
+    return ref

@@ -9,7 +9,8 @@ Config families encode the pattern in different keys; the order below is the ord
 * `linear_attn_config` (Kimi-Linear / Kimi-K3): 1-based `kda_layers` / `full_attn_layers`.
 * `full_attention_interval` (Qwen3-Next / Qwen3.5 / 3.6): layer l is full attention iff
   (l + 1) % interval == 0. SGLang decides this way even when `layer_types` is present
-  (sglang/srt/configs/qwen3_next.py:Qwen3NextConfig.layers_block_type), so we do too.
+  (sglang/srt/configs/qwen3_next.py:Qwen3NextConfig.layers_block_type), so we do too;
+  layout_checks.py says what transformers (and so vLLM) refuses or reads instead.
 * `layer_types` (gpt-oss, LFM2, Granite-4.0-H, Qwen3.5, ...).
 * `attn_layer_period/offset` (Jamba), `attn_layer_indices` (Bamba), `full_attn_idxs` (old LFM2).
 * Falcon-H1: every layer is both attention and Mamba2 (sglang/srt/configs/falcon_h1.py:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Any
 
+from servefit.model.fields import Fields
+from servefit.model.quant_checks import engine_block, unreadable
 from servefit.model.spec import QuantSpec
 
 QUANTIZABLE_ROLES = ("linear", "expert")
@@ -130,8 +132,17 @@ def _ct_main_weights(q: dict[str, Any]) -> dict[str, Any]:
     return best
 
 
+def _engines_read_nothing(config: dict[str, Any], text: dict[str, Any]) -> bool:
+    """The block the engines read is one no engine quantizes from: vLLM loads such a
+    checkpoint unquantized, SGLang refuses it (quant_checks.py)."""
+    found = engine_block(Fields(config), Fields(text, "text_config"))
+    return found is not None and unreadable(found[2])
+
+
 def parse_quant(config: dict[str, Any], text: dict[str, Any]) -> QuantSpec:
     """Normalize the checkpoint's quantization_config (top level or text_config)."""
+    if _engines_read_nothing(config, text):
+        return QuantSpec()
     q = _qcfg(config, text)
     if not q:
         return QuantSpec()
@@ -372,32 +383,6 @@ def _ct_format(weights: dict[str, Any], fmt: Any) -> WeightFormat | None:
     if weights.get("strategy") == "channel" or group == 0:
         return WeightFormat("int", bits, per_channel=True, zeros=not symmetric)
     return WeightFormat("int", bits, group=group, zeros=not symmetric)
-
-
-# --------------------------------------------------------------------------------------------
-# What the engines refuse to load
-
-
-def quantization_rejection(quant: QuantSpec) -> str | None:
-    """The engine's own error for a bit width its quantization config class refuses; the same
-    in SGLang and vLLM (sglang/srt/layers/quantization/awq.py:AWQConfig.__init__ and
-    gptq.py:GPTQConfig.__init__; vllm/model_executor/layers/quantization/awq.py, gptq.py).
-    AWQ at 8 bits loads through the Marlin kernel (awq.py:AWQMarlinConfig.TYPE_MAP {4, 8},
-    chosen by override_quantization_method on CUDA), so only other widths reach AWQConfig."""
-    bits = quant.weight_bits
-    if quant.method == "awq" and bits not in (4, 8):
-        return (
-            "ValueError: Currently, only 4-bit weight quantization is supported for AWQ, "
-            f"but got {bits} bits."
-        )
-    if quant.method == "gptq" and bits not in (2, 3, 4, 8):
-        if bits == 0:  # GPTQConfig.__init__ computes Fraction(32, weight_bits) before its check
-            return "ZeroDivisionError: Fraction(32, 0)"
-        return (
-            "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported for "
-            f"GPTQ, but got {bits} bits."
-        )
-    return None
 
 
 # The methods parse_quant understands; anything else is sized in the model dtype.

@@ -13,6 +13,7 @@ from servefit.model.layers import (
     Mixer,
     RecurrentMixer,
 )
+from servefit.model.readers import ConfigIssue, config_notes
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,14 @@ class ModelSpec:
     text_config: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     raw_config: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     source: str = ""  # where the config came from (path, catalog id, hub id)
+    # fields the engines' config readers refuse or read differently (model/readers.py):
+    # Profile.check_model refuses what its readers refuse, every plan carries the notes
+    issues: tuple[ConfigIssue, ...] = field(default=(), compare=False, hash=False)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the config's readers make of its doubtful fields, for the plan's warnings."""
+        return config_notes(self.issues)
 
     @property
     def num_layers(self) -> int:

@@ -27,8 +27,11 @@ from typing import Any
 
 import httpx
 
+from servefit.errors import ArgumentError
 from servefit.redact import mask, redact_url
+from servefit.verify.address import normalise_host, split_base_url
 from servefit.verify.detectors import LoopDetector
+from servefit.verify.identity import identity_problem
 
 # Far above anything a check asks for (a /metrics page is ~100 KB, 1,024 tokens of text ~10 KB
 # a stream ~1 MB with its JSON framing), far below what hurts.
@@ -71,6 +74,9 @@ class Completion:
     stopped_early: bool = False  # the callback asked to stop
     done: bool = False  # "[DONE]" seen (streams) / complete body (non-stream)
     loop: str | None = None  # a stream stopped on a certain loop: "channel: reason"
+    # The `model` values the response carried (JSON as sent: a NaN stays a float), for the
+    # identity check: one for a body, each distinct one of a stream's events.
+    answered_as: list[Any] = field(default_factory=list)
 
     @property
     def completion_tokens(self) -> int | None:
@@ -137,11 +143,9 @@ class _Decoder:
 
 
 def normalize_base_url(url: str) -> str:
-    """'http://h:30000/v1/' -> 'http://h:30000' (paths below are added with /v1 where needed)."""
-    url = url.strip().rstrip("/")
-    if url.endswith("/v1"):
-        url = url[: -len("/v1")]
-    return url
+    """'http://h:30000/v1/' -> 'http://h:30000' (paths below are added with /v1 where needed);
+    the query, if any, is dropped here (EndpointClient sends it with every request)."""
+    return split_base_url(url)[0]
 
 
 def _snippet(text: str) -> str:
@@ -170,7 +174,12 @@ AUTH_STATUS = (401, 403)
 
 class EndpointClient:
     """Talks to one server: GETs for metadata, chat completions streamed or not. Messages name
-    the server by `shown_url` (credentials inside the URL masked) and a key by its mark."""
+    the server by `shown_url` (through servefit.redact: credentials and secret query values
+    masked) and a key by its mark. The URL's host is NFKC-normalised and IDNA-encoded
+    (verify/address.py); its query goes with every request.
+
+    Every completion is checked for the model that answered it: its `model` must be the one
+    the request asked for, or a name `expect` allowed for it (verify/identity.py)."""
 
     def __init__(
         self,
@@ -183,8 +192,8 @@ class EndpointClient:
         deadline: Deadline | None = None,
         max_bytes: int = MAX_BODY_BYTES,
     ) -> None:
-        self.base_url = normalize_base_url(base_url)
-        self.shown_url = redact_url(self.base_url)
+        self.base_url, self.query = split_base_url(normalise_host(base_url))
+        self.shown_url = redact_url(self.base_url + (f"?{self.query}" if self.query else ""))
         self.key_mark = mask(api_key) if api_key else None
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
@@ -194,16 +203,40 @@ class EndpointClient:
         headers = {"Accept-Encoding": "identity"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-            transport=transport,
-        )
+        # requested id -> the ids a response may name (shared by every bound copy)
+        self.answers: dict[str, frozenset[str]] = {}
+        try:
+            self._http = httpx.Client(
+                base_url=self.base_url,
+                params=self.query or None,
+                headers=headers,
+                timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+                transport=transport,
+            )
+        except httpx.InvalidURL as exc:
+            raise ArgumentError(
+                f"URL: {self.shown_url!r} cannot be sent to ({redact_url(str(exc))})"
+            ) from None
+
+    def expect(self, requested: str, names: frozenset[str]) -> None:
+        """Accept these `model` names in answers to a request for `requested` (one checkpoint
+        served under several names: vLLM answers with the first). Seen by every bound copy."""
+        self.answers[requested] = names | {requested}
+
+    def _check_identity(self, out: Completion, body: dict[str, Any], what: str) -> None:
+        """EndpointError when the answer names another model than the request asked for."""
+        requested = body.get("model")
+        if not isinstance(requested, str):
+            return  # nothing asked for: the server's default model answers
+        accepted = self.answers.get(requested, frozenset({requested}))
+        problem = identity_problem(out.answered_as, requested, accepted)
+        if problem is not None:
+            raise EndpointError(f"{what}: {problem}")
 
     def bound(self, deadline: Deadline) -> EndpointClient:
-        """The same client (connections, key) under another deadline: one per check, so that
-        a check abandoned at its deadline cannot go on with the next check's time."""
+        """The same client (connections, key, accepted names) under another deadline: one per
+        check, so that a check abandoned at its deadline cannot go on with the next check's
+        time."""
         other = object.__new__(EndpointClient)
         other.__dict__.update(self.__dict__)
         other.deadline = deadline
@@ -262,7 +295,7 @@ class EndpointClient:
         except httpx.HTTPError as exc:
             raise EndpointError(self._transport_reason(exc, what)) from None
         except httpx.InvalidURL as exc:
-            raise EndpointError(f"{what}: invalid URL ({exc})") from None
+            raise EndpointError(f"{what}: invalid URL ({redact_url(str(exc))})") from None
 
     def _chunks(self, response: httpx.Response, what: str) -> Iterator[bytes]:
         """The body as it arrives, decompressed, with the byte cap and the deadline."""
@@ -364,7 +397,9 @@ class EndpointClient:
             tokens=_logprob_tokens(choice.get("logprobs")),
             elapsed_s=time.perf_counter() - started,
             done=True,
+            answered_as=[obj["model"]] if "model" in obj else [],
         )
+        self._check_identity(out, body, what)
         limit, used = body.get("max_tokens"), out.completion_tokens
         if isinstance(limit, int) and used is not None and used > limit + _EVENT_MARGIN:
             raise EndpointError(
@@ -422,6 +457,7 @@ class EndpointClient:
                 f"{what}: stream ended after {out.events} token events without a "
                 "finish_reason or [DONE] (dropped connection?)"
             )
+        self._check_identity(out, body, what)
         return out
 
     def _read_stream(
@@ -508,6 +544,8 @@ class EndpointClient:
             raise EndpointError(f"{what}: the server reported an error mid-stream: {message}")
         if isinstance(obj.get("usage"), dict):
             out.usage = obj["usage"]
+        if "model" in obj and obj["model"] not in out.answered_as and len(out.answered_as) < 8:
+            out.answered_as.append(obj["model"])
         choices = obj.get("choices")
         if not isinstance(choices, list) or not choices:
             return False  # the usage-only chunk

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import fields, replace
 
+from servefit.redact import Redactor, redact_url
 from servefit.verify.checks import CHECKS
 from servefit.verify.checks.base import Check, CheckContext, VerifyOptions, result
 from servefit.verify.client import Deadline, EndpointClient, EndpointError
@@ -66,6 +67,26 @@ def _run_bounded(check: Check, ctx: CheckContext, seconds: float) -> CheckResult
     return box[0]
 
 
+def _redactor(options: VerifyOptions) -> Callable[[CheckResult], CheckResult]:
+    """What every result goes through before it is shown or returned: URLs (credentials,
+    secret query values) and the API key itself, wherever a server echoed it."""
+    redactor = Redactor().with_values([options.api_key] if options.api_key else [])
+
+    def text(line: str) -> str:
+        return redact_url(redactor.text(line))
+
+    def clean(outcome: CheckResult) -> CheckResult:
+        return outcome.model_copy(
+            update={
+                "summary": text(outcome.summary),
+                "evidence": [text(line) for line in outcome.evidence],
+                "data": redactor.data(outcome.data),
+            }
+        )
+
+    return clean
+
+
 def verify(
     url: str,
     options: VerifyOptions | None = None,
@@ -78,12 +99,19 @@ def verify(
     options = options or VerifyOptions()
     end = time.monotonic() + options.deadline_s
     client = EndpointClient(url, api_key=options.api_key, timeout_s=options.timeout_s)
-    reference = (
-        EndpointClient(options.reference_url, api_key=options.api_key, timeout_s=options.timeout_s)
-        if options.reference_url
-        else None
-    )
+    try:
+        reference = (
+            EndpointClient(
+                options.reference_url, api_key=options.api_key, timeout_s=options.timeout_s
+            )
+            if options.reference_url
+            else None
+        )
+    except BaseException:  # a reference URL that cannot be used (ArgumentError, exit 2)
+        client.close()
+        raise
     ctx = CheckContext(client=client, options=options, reference=reference)
+    clean = _redactor(options)
     outcomes: list[CheckResult] = []
     try:
         for i, check in enumerate(checks):
@@ -104,6 +132,7 @@ def verify(
                 )
             else:
                 outcome = _run_bounded(check, ctx, _budget(left, len(checks) - i))
+            outcome = clean(outcome)
             ctx.results[check.name] = outcome
             outcomes.append(outcome)
             if progress is not None:
@@ -112,9 +141,12 @@ def verify(
         client.close()
         if reference is not None:
             reference.close()
+    # --model names the report when liveness, which checks that the server serves it, was
+    # skipped: every request still asked for it and every answer was checked against it
+    asked = options.model if "liveness" in options.skip else None
     return VerifyReport(
         url=client.shown_url,
-        model=ctx.model,
+        model=ctx.model or asked,
         engine=ctx.engine,
         reference_url=reference.shown_url if reference else None,
         checks=outcomes,

@@ -30,6 +30,7 @@ from servefit.engines.sglang.layout import LayoutRules, check_layout
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
+from servefit.model import readers
 from servefit.model.cache import weights
 from servefit.model.spec import ModelSpec
 
@@ -65,6 +66,7 @@ def declare(
     renames: Mapping[str, str] | None = None,
     check_config: Callable[[ModelSpec], None] | None = None,
     layout: LayoutRules | None = None,
+    config_readers: frozenset[str] = frozenset(),
 ) -> Profile:
     """The Profile of SGLang `version`, whose package provides its resolution and sizing;
     `check_config`: a config the release cannot load (EngineRejection), checked with the
@@ -81,13 +83,21 @@ def declare(
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
-        check_model=partial(check_model, version, archs, check_config, layout or LayoutRules()),
+        check_model=partial(
+            check_model,
+            version,
+            archs,
+            check_config,
+            layout or LayoutRules(),
+            config_readers,
+        ),
         resolve_args=resolve_args,
         memory_inputs=memory_inputs,
         size_pools=size_pools,
         pool_shape=pool_shape,
         renames=renamed,
         hidden_args=frozenset({"cuda_graph_bs"}),  # the capture list, kept for sizing
+        config_readers=config_readers,
     )
 
 
@@ -156,16 +166,43 @@ def _check_ranges(args: dict[str, Any]) -> None:
         )
 
 
+def config_readers(
+    transformers: str,
+    *,
+    modelopt_fp8_text: str,
+    kv_divides_by_cell: bool,
+    own_configs: str = readers.SGLANG_CONFIGS,
+) -> frozenset[str]:
+    """The code a release reads a config with (model/readers.py), from what its rules declare:
+    its transformers, its own config classes (0.5.9's differ), ModelOptFp8Config's text, and
+    the KV pool sizing that divides by the KV bytes per token."""
+    out = {readers.transformers(transformers), readers.SGLANG_QUANT, readers.GPTQ_AWQ_CLASSIC}
+    out.add(own_configs)
+    out.add(
+        readers.SGLANG_MODELOPT_REGULAR_FP8
+        if modelopt_fp8_text == "regular"
+        else readers.SGLANG_MODELOPT_STATIC_FP8
+    )
+    if kv_divides_by_cell:
+        out.add(readers.SGLANG_KV_DIVIDES_BY_CELL)
+    return frozenset(out)
+
+
 def check_model(
     version: str,
     architectures: frozenset[str],
     check_config: Callable[[ModelSpec], None] | None,
     layout: LayoutRules,
+    config_readers: frozenset[str],
     model: ModelSpec,
     sizes: ParallelSizes,
 ) -> None:
-    """What SGLang `version` refuses before it profiles memory (EngineRejection): a model it
-    does not register or cannot load, a layout it cannot build the model in (layout.py)."""
+    """What SGLang `version` refuses before it profiles memory (EngineRejection): a config its
+    readers stop at (get_config runs before the model is looked up), a model it does not
+    register or cannot load, a layout it cannot build the model in (layout.py)."""
+    refused = readers.config_refusal(model.issues, config_readers)
+    if refused is not None:
+        raise EngineRejection(refused)
     check_architecture(version, architectures, model)
     if check_config is not None:
         check_config(model)

@@ -29,6 +29,7 @@ from servefit.engines.vllm.levers import LEVERS as VLLM_LEVERS
 from servefit.engines.vllm.memory import memory_inputs
 from servefit.errors import EngineRejection, EngineVersionError
 from servefit.hardware.spec import GPUSet
+from servefit.model.readers import config_refusal
 from servefit.model.spec import ModelSpec
 
 __all__ = ["ENGINE", "LEVERS", "declare", "memory_inputs", "parallel_sizes"]
@@ -72,13 +73,16 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
-        check_model=partial(check_model, archs, layout),
+        check_model=partial(check_model, archs, layout, rules.CONFIG_READERS),
+        config_readers=rules.CONFIG_READERS,
         resolve_args=resolve_args,
         memory_inputs=memory_inputs,
         size_pools=size_pools,
         pool_shape=pool_shape,
     )
-    return replace(profile, for_release=partial(_for_release, profile, layout))
+    return replace(
+        profile, for_release=partial(_for_release, profile, layout, rules.CONFIG_READERS)
+    )
 
 
 def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
@@ -87,7 +91,9 @@ def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
 
 
 @cache
-def _for_release(profile: Profile, layout: LayoutRules, release: str) -> Profile:
+def _for_release(
+    profile: Profile, layout: LayoutRules, readers: frozenset[str], release: str
+) -> Profile:
     """The profile as `release` registers models: its own architecture list
     (archs_<release>.txt, tools/extract_architectures.py) when the group's releases differ."""
     try:
@@ -96,7 +102,9 @@ def _for_release(profile: Profile, layout: LayoutRules, release: str) -> Profile
         return profile
     if archs == profile.architectures:
         return profile
-    return replace(profile, architectures=archs, check_model=partial(check_model, archs, layout))
+    return replace(
+        profile, architectures=archs, check_model=partial(check_model, archs, layout, readers)
+    )
 
 
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
@@ -107,11 +115,20 @@ def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
 
 
 def check_model(
-    architectures: frozenset[str], layout: LayoutRules, model: ModelSpec, sizes: ParallelSizes
+    architectures: frozenset[str],
+    layout: LayoutRules,
+    readers: frozenset[str],
+    model: ModelSpec,
+    sizes: ParallelSizes,
 ) -> None:
-    """What vLLM refuses before it profiles memory (EngineRejection): an architecture it does
-    not register, attention heads its TP does not split (config time), a layout its worker
-    cannot build the model in (layout.py)."""
+    """What vLLM refuses before it profiles memory (EngineRejection): a config its readers stop
+    at (the release's Rules.CONFIG_READERS, model/readers.py: ModelConfig parses the config
+    before it looks the architecture up), an architecture it does not register, attention heads
+    its TP does not split (config time), a layout its worker cannot build the model in
+    (layout.py)."""
+    refused = config_refusal(model.issues, readers)
+    if refused is not None:
+        raise EngineRejection(refused)
     check_architecture(architectures, model)
     common.check_heads_divisible(model, sizes.tp)
     check_layout(model, sizes, layout)

@@ -88,8 +88,11 @@ class CheckContext:
             "max_tokens": self.output_budget(messages, max_tokens),
             **extra,
         }
-        if self.model:
-            body["model"] = self.model
+        # The id every answer is checked against (client._check_identity): the one liveness
+        # chose, else --model (liveness skipped), else none (the server's default answers).
+        model = self.model or self.options.model
+        if model:
+            body["model"] = model
         if thinking is not None:
             # Qwen3-family templates read enable_thinking; other templates ignore unknown keys.
             body["chat_template_kwargs"] = {"enable_thinking": thinking}

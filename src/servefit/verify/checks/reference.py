@@ -13,17 +13,21 @@ from servefit.verify.checks.base import CheckContext, first_difference, result, 
 from servefit.verify.checks.determinism import EARLY_WORDS
 from servefit.verify.client import Completion, EndpointClient, EndpointError
 from servefit.verify.detectors import tokenize_words
+from servefit.verify.identity import ListedModel, ModelListError, answer_names, parse_model_list
 from servefit.verify.prompts import REFERENCE_SET
 from servefit.verify.result import CheckResult
 
 NAME, TITLE = "reference", "speculative vs reference"
 
 
-def _served(ctx: CheckContext) -> list[str]:
+def _served(ctx: CheckContext) -> list[ListedModel]:
+    """The reference's models (string ids, as for the server under test); its answers are
+    checked against the same id, with the names its own listing gives that checkpoint."""
     assert ctx.reference is not None
-    listing = ctx.reference.get_json("/v1/models")
-    data = listing.get("data") if isinstance(listing, dict) else None
-    return [str(m.get("id")) for m in data or [] if isinstance(m, dict)]
+    models = parse_model_list(ctx.reference.get_json("/v1/models"), "reference /v1/models")
+    if ctx.model is not None:
+        ctx.reference.expect(ctx.model, answer_names(models, ctx.model))
+    return models
 
 
 def _chat(client: EndpointClient, body: dict) -> Completion:
@@ -44,7 +48,10 @@ def run(ctx: CheckContext) -> CheckResult:
             "skip",
             "no --reference server (the same model with speculative decoding off)",
         )
-    served = _served(ctx)
+    try:
+        served = [m.id for m in _served(ctx)]
+    except ModelListError as exc:
+        return result(NAME, TITLE, "fail", str(exc))
     if ctx.model not in served:
         return result(
             NAME,

@@ -52,4 +52,9 @@ def declare(rules: Rules) -> Profile:
         renames=rules.renames,
         log_format=rules.log_format,
         layout=rules.layout,
+        config_readers=profile.config_readers(
+            rules.transformers,
+            modelopt_fp8_text=rules.modelopt_fp8_text,
+            kv_divides_by_cell=rules.kv_divides_by_cell,
+        ),
     )

@@ -152,6 +152,14 @@ class Rules:
     # apply_cuda_graph_compatibility, disable_breakable_cudagraph_if_incompatible)
     # the layouts it cannot build the model in (engines/sglang/layout.py)
     layout: LayoutRules = LayoutRules()
+    # The code that reads a config before any of this (model/readers.py; profile.py:
+    # config_readers): the transformers the wheel pins (its Requires-Dist: SGLang builds the
+    # config with transformers' class first, hf_transformers_utils.py:get_config), the text of
+    # ModelOptFp8Config.from_config ("regular" FP8 from 0.5.18, "static" before), and the KV
+    # pool sized by dividing by the KV bytes per token (to 0.5.16).
+    transformers: str = "5.19.0"
+    modelopt_fp8_text: str = "regular"
+    kv_divides_by_cell: bool = False
     # check_server_args with --pp-size > 1 and speculative decoding on a GPU:
     # "prefill_only" (arg_groups/validation_hook.py:check_pipeline_parallel_compat, 0.5.21 on:
     # EAGLE (NEXTN) only, and only on a disaggregated prefill node unless SGLANG_ENABLE_PP_SPEC)

@@ -20,6 +20,8 @@ DRAFT_IN_TARGET_ARCHS = frozenset({
 RULES = replace(
     newer.RULES,
     version=VERSION,
+    # Requires-Dist: transformers==5.3.0
+    transformers="5.3.0",
     # server_args.py:ServerArgs.check_server_args: PP also refuses --enable-mixed-chunk, and
     # says so ("..., speculative decoding, mixed chunked prefill.")
     pp_spec="refused_mixed_chunk",

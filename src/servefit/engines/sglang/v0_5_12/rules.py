@@ -30,6 +30,8 @@ QWEN3_5_HYBRID_ARCHS = EXTRA_BUFFER_ARCHS - {"MiniCPMV4_6ForConditionalGeneratio
 RULES = replace(
     newer.RULES,
     version=VERSION,
+    # Requires-Dist: transformers==5.6.0 (0.5.11 and 0.5.12)
+    transformers="5.6.0",
     # memory_pool.py:KVCache._finalize_allocation_log without "dtype: "
     log_format=frozenset({LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY, LogFeature.LOAD_END_QUANT}),
     mamba_radix_archs=MAMBA_RADIX_ARCHS,

@@ -12,6 +12,8 @@ VERSION = "0.5.14"
 RULES = replace(
     newer.RULES,
     version=VERSION,
+    # Requires-Dist: transformers==5.8.1 (0.5.13 and 0.5.14)
+    transformers="5.8.1",
     # model_executor/cuda_graph_config.py:CudaGraphConfig: the prefill default is TC_PIECEWISE
     # (0.5.15: default_prefill_backend, BREAKABLE on CUDA), turned off by
     # server_args.py:_disable_tc_piecewise_cudagraph_if_incompatible; the memory heuristic

@@ -17,6 +17,9 @@ _KIMI_K3 = {"KimiK3ForConditionalGeneration"}
 RULES: Rules = replace(
     newer.RULES,
     version=VERSION,
+    # pool_configurator.py:DefaultPoolConfigurator.calculate_pool_sizes divides by the KV
+    # bytes per token (0.5.17 sizes a pool without KV from the context: _zero_kv_max_tokens)
+    kv_divides_by_cell=True,
     # mem_cache/kv_cache_configurator.py:KVCacheConfigurator._handle_max_mamba_cache: the joint
     # solve K = budget // (per_req (1 + D/ratio)) without the pools' +1 padding slot; reserves
     # per_req x capped x D and K x per_req; per_req is every recurrent layer's (no stage_per_req)

@@ -15,6 +15,9 @@ _MOBIUS = {"InternS2MobiusForConditionalGeneration"}  # registered from 0.5.18
 RULES: Rules = replace(
     newer.RULES,
     version=VERSION,
+    # layers/quantization/modelopt_quant.py:ModelOptFp8Config.from_config: the "static FP8"
+    # text for an unknown quant_algo (0.5.18 words it "regular FP8")
+    modelopt_fp8_text="static",
     # mem_cache/kv_cache_configurator.py:KVCacheConfigurator._profile_available_bytes: no
     # mm_runtime_reservation_gb (0.5.18 adds it and its "Reserving … GB" line)
     mm_reservation=False,

@@ -13,6 +13,8 @@ VERSION = "0.5.21"
 RULES: Rules = replace(
     newer.RULES,
     version=VERSION,
+    # Requires-Dist: transformers==5.12.1 (0.5.15 to 0.5.21; 0.5.22 pins 5.19.0)
+    transformers="5.12.1",
     # layers/vocab_parallel_embedding.py:VocabParallelEmbedding.__init__ pads the vocabulary to
     # 64 x tp only on CPU (`if _is_cpu and pad_vocab_size(...) % self.tp_size != 0`): on GPUs
     # divide(pad64(vocab), tp) in vocab_range_from_global_vocab_size must hold

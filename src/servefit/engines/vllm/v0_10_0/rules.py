@@ -17,6 +17,7 @@ from servefit.engines.vllm.common import StateTensor, cdiv
 from servefit.engines.vllm.device import capability, cuda_total_gib, is_cpu
 from servefit.errors import EngineRejection, UnsupportedModelError
 from servefit.hardware.spec import GPUSet
+from servefit.model import readers
 from servefit.model.layers import KDA, GatedDeltaNet, Mamba2, ShortConv
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
@@ -32,6 +33,10 @@ class Rules:
     # quantization/fp8.py:Fp8MoEMethod.create_weights raises when a block-FP8 expert partition
     # holds no whole blocks (engines/vllm/layout.py); 0.29.0 refines the scales instead
     FP8_MOE_BLOCK_REFINE = False
+
+    # The code the release reads a config with (model/readers.py): transformers' config
+    # classes, read as 5.19.0, and GPTQConfig / AWQConfig as SGLang still has them.
+    CONFIG_READERS = frozenset({readers.transformers("5.19.0"), readers.GPTQ_AWQ_CLASSIC})
 
     # ------------------------------------------------------------------------------------------
     # Which engine runs at all

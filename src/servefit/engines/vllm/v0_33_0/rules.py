@@ -11,6 +11,7 @@ from servefit.engines.vllm.device import capability, cuda_total_gib, is_cpu
 from servefit.engines.vllm.v0_32_0 import rules as previous
 from servefit.errors import EngineRejection
 from servefit.hardware.spec import GPUSet
+from servefit.model import readers
 from servefit.model.layers import GatedDeltaNet
 from servefit.model.spec import ModelSpec
 
@@ -25,6 +26,10 @@ MAMBA_CACHE_MODE_DEPRECATED = (
 
 class Rules(previous.Rules):
     VERSION = "0.33.0"
+
+    # quantization/auto_gptq.py, auto_awq.py, modelopt.py and transformers_utils/
+    # model_arch_config_convertor.py:_normalize_quantization_config (model/quant_checks.py)
+    CONFIG_READERS = frozenset({readers.transformers("5.19.0"), readers.VLLM_QUANT_0_33})
 
     def batch_defaults(self, gpus: GPUSet, world_size: int) -> tuple[int, int, str]:
         """EngineArgs.get_batch_defaults (vllm serve): >= 160 GiB: 16384 tokens / 1024 seqs;
