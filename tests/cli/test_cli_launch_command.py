@@ -152,6 +152,27 @@ def test_doctor_compares_the_log_with_the_config_file(capsys, here):
     assert "sk-not-to-be-printed" not in out and code == 1
 
 
+def test_doctor_says_when_the_command_cannot_see_the_gpus_its_layout_needs(capsys):
+    # the seed's serving log ran TP 2 on two GPUs; the same command behind
+    # CUDA_VISIBLE_DEVICES=0 gives rank 1 a GPU that does not exist: SGLang's ModelRunner sets
+    # device 1 and CUDA answers "invalid device ordinal" (engines/devices.py), as plan says
+    serve = DOCTOR_LOG.with_name("sglang_0_5_9_seed_088_serve.log")
+    launch = "python -m sglang.launch_server --model-path Qwen/Qwen3.6-27B --tp-size 2"
+    found = {}
+    for visible in ("0", "0,1"):
+        code, out, _ = run(
+            capsys, "doctor", str(serve), "--gpu", "A6000", "--format", "json",
+            "--command", f"CUDA_VISIBLE_DEVICES={visible} {launch}",
+        )  # fmt: skip
+        found[visible] = {f["code"]: f for f in json.loads(out)["findings"]}
+    detail = found["0"]["command_devices"]["detail"]
+    assert detail.startswith(
+        "with the environment in --command the engine stops at start-up: CUDA error: invalid "
+        "device ordinal (the TP rank 1 runs on GPU 1 and CUDA_VISIBLE_DEVICES=0 exposes 1 GPU"
+    )
+    assert "command_devices" not in found["0,1"]
+
+
 def test_launch_is_refused_before_anything_starts(capsys, here, monkeypatch):
     monkeypatch.setattr(nvml, "local_gpus", lambda: nvml.LocalGPUs(reason="NVML library not found"))
     (here / "serve.yaml").write_text("tensor_parallel_size: 2\n")

@@ -24,6 +24,7 @@ from servefit.doctor.schema import (
     Replay,
     RootCause,
 )
+from servefit.errors import ServefitError
 
 
 def diagnose(
@@ -81,6 +82,7 @@ def diagnose(
             )
     if cmd_args is not None:
         findings += _command_findings(launch, cmd_args)
+        findings += _device_findings(launch, command or "", engine)
     if launch.outcome == "incomplete":
         findings.append(F.incomplete(launch, log))
 
@@ -227,6 +229,46 @@ def _command_findings(launch: LaunchFacts, cmd_args: dict[str, Any]) -> list[Fin
             numbers={k: want for k, _, want in diffs},
         )
     ]
+
+
+def _device_findings(launch: LaunchFacts, command: str, engine: str | None) -> list[Finding]:
+    """The launch in --command needs more GPUs than its environment prefix leaves the engine
+    (CUDA_VISIBLE_DEVICES, HIP/ROCR on ROCm): the engine's own refusal (engines/devices.py),
+    which `plan` gives for the same command, whatever the log shows."""
+    from servefit.engines.command import parse_launch_command
+    from servefit.engines.devices import DeviceRejection, check_launch
+
+    try:
+        cmd = parse_launch_command(command)
+        profile = _profile_of(cmd.engine, launch, engine)
+        values = profile.parse_argv(list(cmd.argv)).values
+        check_launch(profile.engine, profile.version, values, cmd.engine_env({}))
+    except DeviceRejection as exc:
+        return [
+            Finding(
+                code="command_devices",
+                severity="error",
+                title="the launch in --command cannot see the GPUs it needs",
+                detail=f"with the environment in --command the engine stops at start-up: {exc}",
+            )
+        ]
+    except ServefitError:  # the other findings and the replay say what is wrong with it
+        return []
+    return []
+
+
+def _profile_of(name: str, launch: LaunchFacts, engine: str | None) -> Any:
+    """--engine's profile, else the release the log names, else the engine's newest."""
+    from servefit.engines.registry import select
+
+    if engine:
+        return select(engine)[0]
+    if launch.engine.version:
+        try:
+            return select(f"{name}=={launch.engine.version}")[0]
+        except ServefitError:  # a dev build's version string: the engine's default release
+            pass
+    return select(name)[0]
 
 
 def root_cause(launch: LaunchFacts) -> RootCause | None:
