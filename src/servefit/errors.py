@@ -8,8 +8,6 @@ check, a run record) never shows one. `args` keep the message as raised.
 
 from __future__ import annotations
 
-from servefit.redact import redact_text
-
 
 class ServefitError(Exception):
     """Base class: every expected failure (bad input, unsupported case) derives from this."""
@@ -17,6 +15,10 @@ class ServefitError(Exception):
     exit_code = 2
 
     def __str__(self) -> str:
+        # imported here: its patterns cost ~10 ms to compile, and the CLI imports this module
+        # on every start (`--help` included) while only an error shown needs them
+        from servefit.redact import redact_text
+
         return redact_text(super().__str__())
 
 

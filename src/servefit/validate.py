@@ -29,7 +29,6 @@ from typing import Any
 import click
 
 from servefit.errors import ArgumentError, ServefitError
-from servefit.redact import redact_text
 
 # Figures far beyond any real deployment, small enough that arithmetic on them stays exact and
 # cheap: 16 TiB of memory per GPU, 2**16 GPUs, a day of seconds for timeouts.
@@ -124,6 +123,8 @@ def _show(value: Any) -> str:
     if isinstance(value, int):
         text = str(value)
     else:
+        from servefit.redact import redact_text  # only for an error: off the CLI's start path
+
         text = repr(redact_text(value) if isinstance(value, str) else value)
     return text if len(text) <= 40 else text[:37] + "..."
 
