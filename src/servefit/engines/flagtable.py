@@ -191,7 +191,7 @@ class ArgvWalk:
             if token.startswith("--"):
                 option, has_inline, inline = token.partition("=")
             else:
-                option, has_inline, inline = token, "", ""
+                option, has_inline, inline = self._short_inline(token, match)
             flag, canonical, ambiguous = match(option)
             if flag is None:
                 if ambiguous:
@@ -203,6 +203,18 @@ class ArgvWalk:
                     self.take_all()
                 continue
             yield flag, canonical, inline if has_inline else None
+
+    @staticmethod
+    def _short_inline(
+        token: str, match: Callable[[str], tuple[F | None, str, list[str]]]
+    ) -> tuple[str, str, str]:
+        """`-dp=8`: a single-dash option with its value after "=" when the part before it is an
+        option (CPython argparse.py:ArgumentParser._parse_optional, its `'=' in arg_string`
+        branch, which applies to every option string, not only to the long ones)."""
+        option, has_inline, inline = token.partition("=")
+        if has_inline and match(option)[0] is not None:
+            return option, has_inline, inline
+        return token, "", ""
 
     def take_one(self) -> list[str]:
         """The next token as a value, if it is not an option ([] when there is none)."""

@@ -149,3 +149,31 @@ def test_lever_flags_are_the_engines_spellings():
     assert args_for(spec, 2, resolved) == {
         "speculative_config": {"method": "mtp", "num_speculative_tokens": 2}
     }
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+@pytest.mark.parametrize(
+    "argv",
+    [["-dp=8"], ["-tp=2", "-pp=2"], ["-dp", "8", "-q=fp8"], ["-dpx=8"], ["-tp2"]],
+)
+def test_single_dash_inline_values_as_cpython_argparse_reads_them(version, argv):
+    # The expected reading is CPython's own argparse given the same option strings: its
+    # ArgumentParser._parse_optional splits "-dp=8" at "=" when "-dp" is an option (vLLM's
+    # FlexibleArgumentParser passes single-dash tokens through unchanged, only -O is rewritten).
+    import argparse
+
+    flags = load_flags(version)
+    wanted = ("data_parallel_size", "tensor_parallel_size", "pipeline_parallel_size")
+    reference = argparse.ArgumentParser(exit_on_error=False)
+    for f in flags:
+        if f.dest in wanted:
+            reference.add_argument(*f.names, dest=f.dest, type=int)
+        elif f.dest == "quantization":
+            reference.add_argument(*f.names, dest=f.dest)
+    known, extra = reference.parse_known_args(argv)
+    expected = {k: v for k, v in vars(known).items() if v is not None}
+
+    parsed = parse_argv(flags, argv)
+    assert parsed.errors == []
+    assert parsed.values == expected
+    assert parsed.unknown == extra
