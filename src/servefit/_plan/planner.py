@@ -9,6 +9,7 @@ in them is a plan predicted to fail, never bad input.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from servefit._plan import invariants
@@ -261,8 +262,13 @@ def _model_ref(model: ModelSpec) -> ModelRef:
 
 
 def _public_args(profile: Profile, values: dict[str, Any]) -> dict[str, Any]:
-    hidden = profile.hidden_args
-    return {k: v for k, v in sorted(values.items()) if k not in hidden and not k.startswith("_")}
+    """The resolved args a plan shows, sorted: not the profile's hidden ones, not "_" ones."""
+    return {k: values[k] for k in _public_keys(profile.hidden_args, tuple(values))}
+
+
+@lru_cache(maxsize=256)  # fit's candidates resolve the same ~60 keys thousands of times
+def _public_keys(hidden: frozenset[str], keys: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(k for k in keys if k not in hidden and not k.startswith("_")))
 
 
 def with_args(request: PlanRequest, **changes: Any) -> PlanRequest:

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import metadata
 
 from servefit._plan.schema import EngineRef
@@ -137,6 +137,7 @@ class Version:
         return abs(((a[0] * 1000 + a[1]) * 1000 + a[2]) - ((b[0] * 1000 + b[1]) * 1000 + b[2]))
 
 
+@lru_cache(maxsize=1024)  # a plan compares the release with every registered one
 def parse_version(text: str) -> Version:
     m = _VERSION.match(text.strip())
     if not m:
@@ -283,8 +284,10 @@ def select(spec: str) -> tuple[Profile, EngineRef]:
 
 def _nearest(engine: str, version: str) -> tuple[str, str | None]:
     """(profile id, why it is not the release's own) for `version` of `engine`."""
-    wanted = parse_version(version)
     table = RELEASES[engine]
+    if version in table:  # the release as registered: no need to compare every release
+        return table[version], None
+    wanted = parse_version(version)
     exact = next((r for r in table if parse_version(r) == wanted), None)
     if exact is not None:
         return table[exact], None

@@ -12,6 +12,7 @@ The recurrent state shapes follow SGLang's `sglang/srt/configs/mamba_utils.py`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 
 
@@ -240,7 +241,7 @@ class Layer:
     # (Mamba2 + the shared attention block). None for every other family.
     parallel_mixer: Mixer | None = None
 
-    @property
+    @cached_property
     def mixers(self) -> tuple[Mixer, ...]:
-        """The layer's token mixers (0, 1 or 2)."""
+        """The layer's token mixers (0, 1 or 2); kept, since every plan walks the layers."""
         return tuple(m for m in (self.mixer, self.parallel_mixer) if m is not None)

@@ -98,7 +98,16 @@ class ModelSpec:
         return len(self.layers)
 
     def layer_ids(self, *kinds: str) -> tuple[int, ...]:
-        return tuple(lyr.index for lyr in self.layers if any(m.kind in kinds for m in lyr.mixers))
+        """The indices of the layers with a mixer of one of `kinds`; kept per kinds, since the
+        engines' pool sizing asks for the same sets on every plan."""
+        cache: dict[tuple[str, ...], tuple[int, ...]] = self.__dict__.setdefault("_ids_by_kind", {})
+        ids = cache.get(kinds)
+        if ids is None:
+            ids = tuple(
+                lyr.index for lyr in self.layers if any(m.kind in kinds for m in lyr.mixers)
+            )
+            cache[kinds] = ids
+        return ids
 
     @cached_property
     def attention_layer_ids(self) -> tuple[int, ...]:
@@ -130,6 +139,10 @@ class ModelSpec:
         raise ValueError(f"layer {index} of {self.name} has no recurrent mixer")
 
     def first_attention(self) -> AttentionMixer | None:
+        return self._first_attention
+
+    @cached_property
+    def _first_attention(self) -> AttentionMixer | None:
         for lyr in self.layers:
             for m in lyr.mixers:
                 if isinstance(m, AttentionMixer):

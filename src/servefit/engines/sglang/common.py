@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from servefit._plan.schema import Consumer
@@ -144,6 +145,7 @@ def prefill_graph_tokens(max_tokens: int) -> list[int]:
     return [s for s in sizes if s <= max_tokens]
 
 
+@lru_cache(maxsize=256)  # asked on every plan with the same few chunk sizes
 def prefill_graph_count(max_tokens: int) -> int:
     """len(prefill_graph_tokens(max_tokens)), without building the list: a huge
     --chunked-prefill-size would otherwise cost gigabytes here."""

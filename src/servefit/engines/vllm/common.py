@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
+from servefit.model.cache import by_identity
 from servefit.model.layers import MLA, FullAttention, SlidingWindowAttention
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES, GiB
@@ -126,13 +127,15 @@ def attention_bytes_per_token(model: ModelSpec, tp: int, kv_dtype_bytes: int) ->
 
 
 def check_attention_supported(model: ModelSpec) -> None:
-    for layer in model.layers:
-        for m in layer.mixers:
-            if isinstance(m, SlidingWindowAttention):
-                raise UnsupportedModelError(
-                    f"{model.name}: servefit does not size vLLM's sliding-window KV groups yet "
-                    "(SlidingWindowSpec); SGLang profiles size this model"
-                )
+    if by_identity(model, ("attention_supported",), lambda: _has_sliding_window(model)):
+        raise UnsupportedModelError(
+            f"{model.name}: servefit does not size vLLM's sliding-window KV groups yet "
+            "(SlidingWindowSpec); SGLang profiles size this model"
+        )
+
+
+def _has_sliding_window(model: ModelSpec) -> bool:
+    return any(isinstance(m, SlidingWindowAttention) for lyr in model.layers for m in lyr.mixers)
 
 
 def divide(n: int, d: int, what: str) -> int:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from servefit.model.cache import by_identity
 from servefit.model.layers import DenseMLP, MoE
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB, MiB
@@ -73,6 +74,10 @@ def sampler_bytes(max_num_seqs: int, vocab: int) -> float:
 
 
 def _ffn_elems(model: ModelSpec, tp: int) -> int:
+    return by_identity(model, ("ffn_elems", tp), lambda: _widest_ffn(model, tp))
+
+
+def _widest_ffn(model: ModelSpec, tp: int) -> int:
     widest = 0
     for layer in model.layers:
         ffn = layer.ffn
