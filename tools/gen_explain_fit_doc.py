@@ -284,10 +284,11 @@ r.best[0].changed_flags                # ['--max-running-requests 16', '--mem-fr
 print(r.best[0].commands[0].shell)     # the launch command, ready to paste
 ```
 
-`servefit.plan/explain/fit` also accept a ready `PlanRequest`. Results are frozen pydantic
-models; `--format json` prints `model_dump_json()`; `--html FILE` writes one self-contained page
-(plotly.js inlined; `pip install 'servefit[html]'`) with the per-rank memory as stacked bars and
-effective concurrency against each lever.
+`servefit.plan/explain/fit` also accept a ready `PlanRequest`. Results are frozen dataclasses
+with pydantic's `model_dump` / `model_dump_json` / `model_copy` / `model_json_schema`
+(servefit/records.py); `--format json` prints `model_dump_json()`; `--html FILE` writes one
+self-contained page (plotly.js inlined; `pip install 'servefit[html]'`) with the per-rank memory
+as stacked bars and effective concurrency against each lever.
 
 ## JSON schema: `servefit explain --format json` (`Explanation`)
 

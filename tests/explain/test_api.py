@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import doctest
 
+import pytest
+
 import servefit
 from servefit._explain.schema import Explanation
 from servefit._fit.schema import FitResult
@@ -41,6 +43,55 @@ def test_the_package_is_typed_and_imports_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['servefit.api']"
+
+
+SEED_LAUNCH = [
+    "--",
+    "python",
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "Qwen/Qwen3.6-27B",
+    "--tp-size",
+    "2",
+    "--context-length",
+    "32768",
+    "--mem-fraction-static",
+    "0.88",
+]
+SEED_ENGINE = ["--gpu", "A6000", "--engine", "sglang==0.5.9"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["plan", *SEED_ENGINE, *SEED_LAUNCH],
+        ["plan", *SEED_ENGINE, "--format", "json", *SEED_LAUNCH],
+        ["explain", *SEED_ENGINE, "--format", "json", *SEED_LAUNCH],
+        ["fit", *SEED_ENGINE, "--format", "json", *SEED_LAUNCH],
+    ],
+    ids=["help", "plan", "plan-json", "explain-json", "fit-json"],
+)
+def test_the_cli_runs_without_pydantic(argv):
+    """The result records are dataclasses (servefit/records.py): pydantic costs ~130 ms to import
+    and build, and only the launch / doctor / verify commands and the JSON schemas need it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from servefit.cli.main import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, 1, None), exc.code\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_explain_and_fit_return_typed_frozen_results():

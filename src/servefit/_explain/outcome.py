@@ -23,7 +23,8 @@ MEMORY_KEYS = (
 
 
 def _consumers(plan: Plan, *prefixes: str) -> float:
-    return sum(c.gib for c in plan.consumers if c.name.startswith(prefixes))
+    # a float when none matches too: records hold what they are given (records.py)
+    return sum((c.gib for c in plan.consumers if c.name.startswith(prefixes)), 0.0)
 
 
 def shortfall_gib(plan: Plan) -> float:

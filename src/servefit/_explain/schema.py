@@ -6,18 +6,15 @@ documented in docs/explain-fit.md. GiB figures are per rank (1 GiB = 2**30 bytes
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from servefit._plan.schema import Plan
+from servefit.records import Record
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Outcome(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome(Record):
     """The numbers of one plan that explain and fit compare.
 
     effective_concurrency is min(max_running_requests, kv_tokens / target context): how many
@@ -40,20 +37,22 @@ class Outcome(_Frozen):
     state_slots_per_request: int | None = None
     state_sizing: str | None = None  # which branch sized the state pool
     cap_reason: str = ""
-    memory_gib: dict[str, float] = Field(default_factory=dict)  # per-rank consumer -> GiB
+    memory_gib: dict[str, float] = field(default_factory=dict)  # per-rank consumer -> GiB
 
 
-class RankedConsumer(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankedConsumer(Record):
     rank: int
     name: str
     gib: float
     bytes: int
     share_of_gpu: float  # percent of the GPU's total memory
     formula: str
-    flags: list[str] = Field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
 
 
-class LeverValue(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeverValue(Record):
     """One value of a lever, re-planned."""
 
     label: str  # how the value is shown, e.g. "0.9" or "TP 1 x PP 2"
@@ -61,13 +60,14 @@ class LeverValue(_Frozen):
     outcome: Outcome | None = None  # None when servefit rejected the input (see `rejected`)
     rejected: str | None = None
     same_as_current: bool = False  # pools, verdict and concurrency identical to the current plan
-    delta_gib: dict[str, float] = Field(default_factory=dict)  # per-rank consumer change vs current
+    delta_gib: dict[str, float] = field(default_factory=dict)  # per-rank consumer change vs current
     note: str | None = None  # e.g. how the engine changed the value
     # "the fix" / "closest to what you asked" when the fix (Fix.best / Fix.minimal) is this value
     fix: str | None = None
 
 
-class LeverEffect(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeverEffect(Record):
     name: str  # catalogue name, e.g. "mamba_full_memory_ratio"
     title: str
     dest: str  # engine attribute
@@ -75,10 +75,11 @@ class LeverEffect(_Frozen):
     current: Any = None  # the resolved value in the current plan
     effect: Literal["changes", "no effect"]
     reason: str  # why it has no effect, or a one-line summary of what it changes
-    values: list[LeverValue] = Field(default_factory=list)
+    values: list[LeverValue] = field(default_factory=list)
 
 
-class FlagEffect(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlagEffect(Record):
     """Whether a flag the user set mattered: the plan re-made without it (engine default)."""
 
     flag: str
@@ -89,14 +90,16 @@ class FlagEffect(_Frozen):
     without: Outcome | None = None
 
 
-class FixChange(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixChange(Record):
     flag: str
     dest: str
     old: Any = None
     new: Any = None
 
 
-class FixCandidate(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixCandidate(Record):
     changes: list[FixChange]
     args: dict[str, Any]  # the full engine args of the fixed launch
     outcome: Outcome
@@ -108,7 +111,8 @@ class FixCandidate(_Frozen):
     command_flags: str  # the changed flags as CLI text
 
 
-class GpusNeeded(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpusNeeded(Record):
     """More GPUs of the same kind: the smallest count, searched count by count over every
     TP x PP layout of it (not doubled), at which the weights alone fit, and at which a layout
     starts with the floors."""
@@ -118,13 +122,14 @@ class GpusNeeded(_Frozen):
     pp_size: int | None = None
     num_gpus: int | None = None
     outcome: Outcome | None = None
-    args: dict[str, Any] = Field(default_factory=dict)  # the launch's args at that layout
+    args: dict[str, Any] = field(default_factory=dict)  # the launch's args at that layout
     flags: str | None = None  # the flag change that layout needs as well (None: as asked)
     max_gpus: int
     tried: int
 
 
-class Fix(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fix(Record):
     """What makes a failing (or degraded) launch start: the change closest to what the user
     asked (`minimal`) and the change with the best outcome (`best`), both single flags that
     start with the floors; `ranking` says how each was chosen, in one line."""
@@ -132,7 +137,7 @@ class Fix(_Frozen):
     found: bool
     minimal: FixCandidate | None = None
     best: FixCandidate | None = None
-    alternatives: list[FixCandidate] = Field(default_factory=list)
+    alternatives: list[FixCandidate] = field(default_factory=list)
     before: Outcome
     tried: int  # plans evaluated
     min_free_gib: float
@@ -142,12 +147,13 @@ class Fix(_Frozen):
     note: str | None = None
 
 
-class Explanation(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Explanation(Record):
     plan: Plan
     outcome: Outcome
     why: list[str]  # the failure, or what bounds concurrency, in plain sentences
     consumers: list[RankedConsumer]
     levers: list[LeverEffect]
-    user_flags: list[FlagEffect] = Field(default_factory=list)
+    user_flags: list[FlagEffect] = field(default_factory=list)
     fix: Fix | None = None
     elapsed_s: float = 0.0

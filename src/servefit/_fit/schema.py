@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from servefit._explain.schema import Outcome
+from servefit.records import Record
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class NodeCommand(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCommand(Record):
     node_rank: int
     argv: list[str]  # the engine argv, entry point included
     shell: str  # ready to paste (POSIX-quoted, one flag per line)
 
 
-class FitCandidate(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitCandidate(Record):
     rank: int  # 1 = best; 0 = the baseline the user gave
     tp_size: int
     pp_size: int
@@ -27,15 +25,16 @@ class FitCandidate(_Frozen):
     gpus_per_node: int
     args: dict[str, Any]  # engine args (dest -> value) of the launch
     changed_flags: list[str]  # tuning flags beyond model, parallelism, context and speculation
-    ineffective_flags: list[str] = Field(default_factory=list)  # removing them changes nothing
+    ineffective_flags: list[str] = field(default_factory=list)  # removing them changes nothing
     outcome: Outcome
     meets_concurrency: bool | None = None  # max_running_requests >= --concurrency (None: not asked)
     stranded_state_slots: int = 0  # state slots no running request can use
     stranded_kv_tokens: int = 0  # KV tokens beyond max_running_requests x context
-    commands: list[NodeCommand] = Field(default_factory=list)
+    commands: list[NodeCommand] = field(default_factory=list)
 
 
-class LayoutNote(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutNote(Record):
     tp_size: int
     pp_size: int
     evaluated: int
@@ -43,7 +42,8 @@ class LayoutNote(_Frozen):
     rejected: str | None = None  # why servefit or the engine rejects the layout outright
 
 
-class Sweep(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sweep(Record):
     """Effective concurrency of the best candidate's family as one lever moves."""
 
     lever: str
@@ -52,11 +52,12 @@ class Sweep(_Frozen):
     effective_concurrency: list[float]
     kv_tokens: list[int]
     starts: list[bool]  # starts with the required headroom
-    running: list[int] = Field(default_factory=list)  # the engine's max running requests
-    meets_concurrency: list[bool] = Field(default_factory=list)  # running >= --concurrency
+    running: list[int] = field(default_factory=list)  # the engine's max running requests
+    meets_concurrency: list[bool] = field(default_factory=list)  # running >= --concurrency
 
 
-class FitResult(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitResult(Record):
     model: str
     gpu: str
     engine: str
@@ -73,11 +74,11 @@ class FitResult(_Frozen):
     candidates_starting: int
     elapsed_s: float
     candidates_per_s: float
-    layouts: list[LayoutNote] = Field(default_factory=list)
-    best: list[FitCandidate] = Field(default_factory=list)
+    layouts: list[LayoutNote] = field(default_factory=list)
+    best: list[FitCandidate] = field(default_factory=list)
     baseline: FitCandidate | None = None
     beats_baseline: bool | None = None  # best >= baseline in effective concurrency and KV tokens
-    sweeps: list[Sweep] = Field(default_factory=list)
+    sweeps: list[Sweep] = field(default_factory=list)
     note: str | None = None
     gpus_note: str | None = None  # how the GPU count was picked when --num-gpus was not given
     ranking: str = ""  # how the candidates are ordered (_fit/rank.py:RANKING), one line

@@ -3,27 +3,29 @@
 The JSON form (`servefit plan --format json`) is `Plan.model_dump(mode="json")`, documented in
 docs/plan-json.md. Byte figures in `pools` are per rank; GiB figures use 1 GiB = 2**30 bytes,
 the unit SGLang prints as "GB".
+
+The records are frozen dataclasses (servefit/records.py says why not pydantic): nothing checks
+or converts a value when one is made, so callers pass what the annotations say (mypy checks).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from servefit.records import Record
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class EngineRef(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineRef(Record):
     name: str
     version: str  # the version asked for
     profile: str  # the mirrored release whose rules were applied
     note: str | None = None  # e.g. "sglang==0.5.18 has no profile; using the nearest, 0.5.23"
 
 
-class ModelRef(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRef(Record):
     name: str
     architecture: str
     source: str
@@ -33,7 +35,8 @@ class ModelRef(_Frozen):
     params_billion: float
 
 
-class CpuNodeRef(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpuNodeRef(Record):
     """vLLM's CPU platform: the NUMA node the worker binds, as the release reads it
     (engines/vllm/cpu_platform.py:node_memory); bytes. available_bytes is None where unknown."""
 
@@ -42,7 +45,8 @@ class CpuNodeRef(_Frozen):
     available_bytes: int | None
 
 
-class HardwareRef(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareRef(Record):
     gpu: str
     num_gpus: int
     memory_mib: int
@@ -54,7 +58,8 @@ class HardwareRef(_Frozen):
     cpu_node: CpuNodeRef | None = None
 
 
-class Change(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Change(Record):
     """A server arg the engine changes by itself, and why."""
 
     arg: str
@@ -64,7 +69,8 @@ class Change(_Frozen):
     log: str | None = None  # the engine's own warning line, verbatim, if it prints one
 
 
-class PerRank(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PerRank(Record):
     """Memory of the most loaded rank, GiB."""
 
     total_gib: float
@@ -87,7 +93,8 @@ class PerRank(_Frozen):
     activation_gib: float = 0.0
 
 
-class Pools(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pools(Record):
     """Pool sizes on one rank. Bytes are per rank."""
 
     budget_gib: float  # memory the engine splits between state and KV ("rest_memory")
@@ -117,16 +124,18 @@ class Pools(_Frozen):
     max_concurrency: float | None = None
 
 
-class Consumer(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Consumer(Record):
     """One memory consumer on a rank, with the formula that produced it."""
 
     name: str
     gib: float
     formula: str
-    flags: list[str] = Field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
 
 
-class Plan(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan(Record):
     engine: EngineRef
     model: ModelRef
     hardware: HardwareRef
@@ -137,9 +146,9 @@ class Plan(_Frozen):
     calibrated: bool = False  # pre-load and weights figures came from a log
     resolved_args: dict[str, Any]
     user_args: dict[str, Any]
-    changes: list[Change] = Field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
     per_rank: PerRank
     pools: Pools
-    consumers: list[Consumer] = Field(default_factory=list)
-    log_lines: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
+    consumers: list[Consumer] = field(default_factory=list)
+    log_lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)

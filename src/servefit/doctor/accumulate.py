@@ -198,7 +198,8 @@ class LaunchAcc:
 
     @property
     def outcome(self) -> str:
-        if any(e.kind != "exception" or e.phase == "startup" for e in self.errors):
+        # asked for at every line while splitting launches: most launches have no error
+        if self.errors and any(e.kind != "exception" or e.phase == "startup" for e in self.errors):
             return "failed"
         if self.exit is not None:
             return "exited"
@@ -585,13 +586,14 @@ class LaunchAcc:
     def _on_http(self, ev, hit, r):
         self.http(ev, hit.line.no)
 
-    def http(self, ev: Event, no: int) -> None:
+    def http(self, ev: Event, no: int, times: int = 1) -> None:
+        """An access line (`times` alike: doctor/serving.py counts a run's lines at once)."""
         if self.ready_line is None:
             return
         if ev["method"] == "POST" and any(ev["path"].startswith(p) for p in _COMPLETIONS):
-            self.traffic["http_requests"] += 1
+            self.traffic["http_requests"] += times
             if ev["status"] >= 400:
-                self.traffic["http_errors"] += 1
+                self.traffic["http_errors"] += times
             self.traffic.setdefault("first_request_line", no)
 
     def _on_throughput(self, ev, hit, r):

@@ -306,8 +306,9 @@ def _engine_message(text: str) -> bool:
 
 
 # What match() found for a line's text after its SGLang prefix: a crash loop prints the same
-# lines launch after launch, only the timestamps differ. (text -> (event, rule), or BadLine)
-_SEEN: dict[str, tuple[Event | None, Rule | None] | BadLine] = {}
+# lines launch after launch, only the timestamps differ. (text -> (event, rule, the event's
+# keys that hold lists), or BadLine)
+_SEEN: dict[str, tuple[Event | None, Rule | None, tuple[str, ...]] | BadLine] = {}
 _MAX_SEEN = 4096
 
 
@@ -319,7 +320,9 @@ def match_cached(text: str, prefix: re.Match[str] | None) -> tuple[Event | None,
     found = _SEEN.get(key)
     if found is None:
         try:
-            found = match(text)
+            event, rule = match(text)
+            lists = tuple(k for k, v in event.items() if isinstance(v, list)) if event else ()
+            found = (event, rule, lists)
         except BadLine as exc:
             found = exc
         if len(_SEEN) >= _MAX_SEEN:
@@ -327,11 +330,14 @@ def match_cached(text: str, prefix: re.Match[str] | None) -> tuple[Event | None,
         _SEEN[key] = found
     if isinstance(found, BadLine):
         raise found
-    event, rule = found
+    event, rule, lists = found
     if event is None:
         return None, rule
     # a copy: handlers keep lists from events
-    return {k: list(v) if isinstance(v, list) else v for k, v in event.items()}, rule
+    copy = dict(event)
+    for k in lists:
+        copy[k] = list(copy[k])
+    return copy, rule
 
 
 def match(text: str) -> tuple[Event | None, Rule | None]:

@@ -24,8 +24,10 @@ patterns can cover the values read ("label: number", a lowercase label before th
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from servefit.doctor import reader, sglang
@@ -136,17 +138,68 @@ SERVING_KEYS: frozenset[bytes | str] = frozenset(_READERS)
 # --------------------------------------------------------------------------------------------
 
 # every other key of the reader's filter: where a run of serving lines ends
-_OTHER = re.compile(
-    reader.trie_regex([k for k in reader.FILTER_WORDS if k.encode() not in _READERS]).encode()
-)
+_OTHER_WORDS = tuple(k.encode() for k in reader.FILTER_WORDS if k.encode() not in _READERS)
+assert not any(b"\n" in w for w in _OTHER_WORDS), "a key spans lines"
+_OTHER = re.compile(reader.trie_regex([w.decode() for w in _OTHER_WORDS]).encode())
+_SAMPLE = 1 << 16  # bytes of serving lines that choose _OtherKeys' marks
+_RARE = 8  # a mark byte comes in fewer than one line in _RARE of the sample
+
+
+class _OtherKeys:
+    """Where the first line holding another key is: what `_OTHER.search` tells, found without
+    running that regex over the serving lines. A regex of many alternatives stops at every
+    byte that can start one (about 100 MB/s here); bytes.translate and bytes.find run at
+    memory speed. Each key is given a mark, the byte of it that is rarest in a sample of the
+    log's serving lines; the text is copied with every mark byte turned into NUL, and only
+    the lines holding a NUL are searched with `_OTHER`. A key whose every byte is common in
+    the sample ("-m sglang.") is looked for whole. Every line holding a key holds its mark
+    or the whole key, so no line is missed; the sample only decides the speed."""
+
+    def __init__(self, sample: bytes) -> None:
+        count = {b: sample.count(bytes((b,))) for b in set(b"".join(_OTHER_WORDS))}
+        rare = max(1, sample.count(b"\n") // _RARE)
+        marks: set[int] = set()
+        whole: list[bytes] = []
+        for w in _OTHER_WORDS:
+            mark = min(w, key=count.__getitem__)  # the first of the rarest, for a stable choice
+            if count[mark] <= rare:
+                marks.add(mark)
+            else:
+                whole.append(w)
+        self.whole = tuple(whole)
+        self.table = bytes(0 if b in marks else b for b in range(256))
+        self._body: bytes | None = None
+        self._marked = b""
+
+    def search(self, body: bytes, start: int) -> int | None:
+        """Where a key is in the first line from `start` (a line start) holding one, or None."""
+        if body is not self._body:  # the reader calls again for each run of the same block
+            self._body, self._marked = body, body.translate(self.table)
+        # a key looked for whole is found as it is: no line after it needs looking at
+        found = [at for at in (body.find(w, start) for w in self.whole) if at >= 0]
+        limit = min(found, default=len(body))
+        at = self._marked.find(b"\0", start, limit)
+        while at >= 0:  # a line with a mark byte (or a NUL): does it hold a key?
+            line = max(start, body.rfind(b"\n", 0, at) + 1)
+            stop = body.find(b"\n", at)
+            m = _OTHER.search(body, line, len(body) if stop < 0 else stop)
+            if m is not None:
+                return m.start()
+            at = self._marked.find(b"\0", stop, limit) if stop >= 0 else -1
+        return limit if found else None
+
+
 _PREFIX = reader.SGL_PREFIX
-_PREFIX_BYTES = _PREFIX.pattern.replace("(?P<ts>", "(").replace("(?P<ranks>", "(").encode()
+# the prefix without its timestamp group (a run's last line gives its time): a row's first
+# value is the ranks
+_PREFIX_BYTES = _PREFIX.pattern.replace("(?P<ts>", "(?:").replace("(?P<ranks>", "(").encode()
 # Whole lines, one regex for the three kinds: SGLang's prefix, then the message. Decode and
 # prefill messages start right after the prefix ("[%(asctime)s%(prefix)s] %(message)s") and
 # an access line's request is its first quote, so no line can hold another key before its
 # own, and a decode line's layout fixes all of its text: a line with two keys matches fewer
 # times than it has keys, and the run is left to the line-by-line path. The run is searched
 # with a newline in front: the regex starts with a literal newline, found at memchr speed.
+# Only the values read are captured: findall makes an object of every group of every row.
 _START = rb"\n(?=[^\n]{0,%d}\n)" % reader.MAX_LINE + _PREFIX_BYTES + rb" (?:"
 _PREFILL_BODY = (
     rb"Prefill batch(?: \[\d+\])?, #new-seq: (\d+), #new-token: (\d+)"
@@ -156,6 +209,9 @@ _HTTP_BODY = rb'[^\n"]*"(POST|GET) (/\S*) HTTP/1\.1" (\d{3})'
 _NUMBER = re.compile(r"\d+\.\d+|\d+|True|False")
 _MAX_LAYOUTS = 64
 _MIN_RUN = 4096  # bytes: shorter runs are not worth the regexes
+# decode values the launch keeps every one of, in order (LaunchAcc.decode's Stats); of the
+# others it keeps the largest
+_IN_ORDER = frozenset({"throughput", "accept_len", "accept_rate"})
 
 
 @dataclass(frozen=True)
@@ -168,30 +224,36 @@ class _Layout:
     http: int  # row index of the method (path, status follow)
 
 
-def _decode_body(template: str) -> tuple[bytes, int, dict[str, int]] | None:
+def _decode_body(template: str) -> tuple[bytes, list[str]] | None:
     """A regex body for decode messages laid out like `template` (the same text between the
-    numbers), and the row index of each value _decode reads; None when it does not read."""
+    numbers), capturing the values _decode reads, and their names in group order; None when
+    it does not read."""
     m = _DECODE.pattern.match(template)
     if m is None:
         return None
-    texts, numbers = _NUMBER.split(template), _NUMBER.findall(template)
-    body = re.escape(texts[0])
-    for value, text in zip(numbers, texts[1:], strict=True):
-        if value in ("True", "False"):
-            body += "(True|False)"
-        else:
-            body += r"(\d+\.\d+)" if "." in value else r"(\d+)"
-        body += re.escape(text)
-    starts = [n.start() for n in _NUMBER.finditer(template)]
-    first = 2  # rows: ts, ranks, then the numbers
-    index = {"running": starts.index(m.start("running")) + first}
+    numbers = list(_NUMBER.finditer(template))
+    starts = {n.start() for n in numbers}
+    at = {m.start("running"): "running"}
     for name, label, _value in _PARTS:
         i = template.find(label, m.end())
         if i >= 0:
             if i + len(label) not in starts:
                 return None  # its first occurrence has no value: leave it to _decode
-            index[name] = starts.index(i + len(label)) + first
-    return body.encode() + rb"\r?(?=\n)", len(numbers), index
+            at[i + len(label)] = name
+    if m.start("running") not in starts:
+        return None
+    body, end = "", 0
+    for n in numbers:
+        value = n.group()
+        if value in ("True", "False"):
+            piece = "True|False"
+        else:
+            piece = r"\d+\.\d+" if "." in value else r"\d+"
+        body += re.escape(template[end : n.start()])
+        body += f"({piece})" if n.start() in at else f"(?:{piece})"
+        end = n.end()
+    body += re.escape(template[end:])
+    return body.encode() + rb"\r?(?=\n)", [at[i] for i in sorted(at)]
 
 
 _LAYOUTS: dict[str | None, _Layout | None] = {}
@@ -205,23 +267,37 @@ def _layout(template: str | None) -> _Layout | None:
     if len(_LAYOUTS) >= _MAX_LAYOUTS:
         _LAYOUTS.clear()
     found = None
-    decode = (b"(?!)", 0, {}) if template is None else _decode_body(template)
+    decode = (b"(?!)", []) if template is None else _decode_body(template)
     if decode is not None:
-        body, k, index = decode
+        body, names = decode
         regex = re.compile(_START + body + b"|" + _PREFILL_BODY + b"|" + _HTTP_BODY + b")")
-        found = _Layout(regex, index, 2 + k, 2 + k + 4)
-        assert regex.groups == 2 + k + 4 + 3, "a group count went wrong"
+        k = len(names)  # rows: the ranks, the decode values, prefill's 4, the access line's 3
+        index = {name: 1 + i for i, name in enumerate(names)}
+        found = _Layout(regex, index, 1 + k, 1 + k + 4)
+        assert regex.groups == 1 + k + 4 + 3, "a group count went wrong"
     _LAYOUTS[shape] = found
     return found
 
 
-def _column(rows: list[tuple[bytes, ...]], index: int, as_float: bool) -> list[Any] | None:
-    """One value of every row, read as _number reads it; None when one does not read."""
+def _column(
+    rows: list[tuple[bytes, ...]], index: int, as_float: bool, in_order: bool = True
+) -> list[Any] | None:
+    """One value of every row, read as _number reads it (with `in_order` False, only the
+    distinct ones: for a largest value); None when one does not read. Each distinct text
+    is read once when most repeat (token usage, accept rates, queue lengths do)."""
+    raw = list(map(itemgetter(index), rows))
+    distinct = set(raw)
+    read = float if as_float else int
     try:
-        values = list(map(float if as_float else int, (r[index] for r in rows)))
+        if in_order and 2 * len(distinct) > len(raw):
+            values = checked = list(map(read, raw))
+        else:
+            table = dict(zip(distinct, map(read, distinct), strict=True))
+            checked = list(table.values())
+            values = list(map(table.__getitem__, raw)) if in_order else checked
     except ValueError:
         return None
-    if values and not (min(values) >= -_LIMIT and max(values) <= _LIMIT):
+    if checked and not (min(checked) >= -_LIMIT and max(checked) <= _LIMIT):
         return None
     return values
 
@@ -234,6 +310,7 @@ class ServingLines:
         # a run that did not qualify is not looked at again, line after line
         self._body: bytes | str | None = None
         self._skip_to = 0
+        self._keys: _OtherKeys | None = None
 
     def __call__(self, no: int, raw: bytes | str, key: bytes | str, at: int) -> bool:
         """Read one line and return True, or return False to leave it to scan()."""
@@ -271,8 +348,10 @@ class ServingLines:
             or "first_request_line" not in acc.traffic
         ):
             return start
-        other = _OTHER.search(body, start)
-        end = (body.rfind(b"\n", start, other.start()) + 1) if other else len(body)
+        if self._keys is None:  # the first run's lines choose the marks
+            self._keys = _OtherKeys(body[start : start + _SAMPLE])
+        other = self._keys.search(body, start)
+        end = (body.rfind(b"\n", start, other) + 1) if other is not None else len(body)
         if end - start < _MIN_RUN:
             return start
         run = body[start:end]
@@ -300,17 +379,18 @@ class ServingLines:
         rows = layout.regex.findall(b"\n" + run)
         if len(rows) != n_decode + n_prefill + n_http:
             return None
-        first = min(layout.decode.values(), default=0)
-        decode = [r for r in rows if n_decode and r[first]]
-        prefill = [r for r in rows if r[layout.prefill]]
-        http = [r for r in rows if r[layout.http]]
+        # a row's groups of the other kinds are empty (b""); filter() keeps the rows whose
+        # group is not
+        decode = list(filter(itemgetter(layout.decode["running"]), rows)) if n_decode else []
+        prefill = list(filter(itemgetter(layout.prefill), rows))
+        http = list(filter(itemgetter(layout.http), rows))
         if (len(decode), len(prefill), len(http)) != (n_decode, n_prefill, n_http):
             return None
-        out: dict[str, Any] = {"ranks": {r[1] for r in rows}}
+        out: dict[str, Any] = {"ranks": set(map(itemgetter(0), rows))}
         if decode:
             cols = {}
             for name, index in layout.decode.items():
-                col = _column(decode, index, name not in ("running", "queue"))
+                col = _column(decode, index, name not in ("running", "queue"), name in _IN_ORDER)
                 if col is None:
                     return None
                 cols[name] = col
@@ -319,16 +399,16 @@ class ServingLines:
             out["decode"] = (decode, cols)
         if prefill:
             p = layout.prefill
-            new_seq, new_token = _column(prefill, p, False), _column(prefill, p + 1, False)
+            new_seq, new_token = _column(prefill, p, False), _column(prefill, p + 1, False, False)
             if new_seq is None or new_token is None:
                 return None
             for index in (p + 2, p + 3):  # optional: checked as the rule checks them
-                if any(r[index] and _number(r[index], False) is None for r in prefill):
+                if any(v and _number(v, False) is None for v in set(map(itemgetter(index), prefill))):
                     return None
             out["prefill"] = (prefill, {"new_seq": new_seq})
         if http:
             h = layout.http
-            out["http"] = [(r[h], r[h + 1], r[h + 2]) for r in http]
+            out["http"] = Counter(map(itemgetter(h, h + 1, h + 2), http))
         return out
 
     @staticmethod
@@ -360,10 +440,9 @@ class ServingLines:
             t["new_sequences"] += sum(cols["new_seq"])
         if "http" in read:
             acc.kinds.add(EventKind.HTTP)
-            for method, path, status in read["http"]:
-                acc.http(
-                    {"method": method.decode(), "path": path.decode(), "status": int(status)}, no
-                )
+            for (method, path, status), times in read["http"].items():
+                ev = {"method": method.decode(), "path": path.decode(), "status": int(status)}
+                acc.http(ev, no, times)
         for rank in read["ranks"]:
             acc.rank(rank.decode().strip())
         acc.last_line = no + run.count(b"\n", 0, line_start)
