@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from servefit._explain.catalogue import catalogue_for
 from servefit._explain.schema import Outcome
 from servefit._plan.schema import Plan
 
@@ -22,9 +23,7 @@ MEMORY_KEYS = (
 )
 
 
-def _consumers(plan: Plan, *prefixes: str) -> float:
-    # a float when none matches too: records hold what they are given (records.py)
-    return sum((c.gib for c in plan.consumers if c.name.startswith(prefixes)), 0.0)
+_GRAPHS = ("CUDA-graph", "non-torch")
 
 
 def shortfall_gib(plan: Plan) -> float:
@@ -46,6 +45,13 @@ def memory_gib(plan: Plan) -> dict[str, float]:
     its CUDA-graph + non-torch estimate (inside its `reserved`; 0 for SGLang, whose graphs and
     activations come out of `free`); `short` is shortfall_gib."""
     r = plan.per_rank
+    # the consumers' sums in one pass; a float when none matches (records hold what they are given)
+    activation = graphs = 0.0
+    for c in plan.consumers:
+        if c.name.startswith("activation peak"):
+            activation += c.gib
+        elif c.name.startswith(_GRAPHS):
+            graphs += c.gib
     return {
         "weights": r.weights_gib,
         "draft_weights": r.draft_weights_gib,
@@ -56,8 +62,8 @@ def memory_gib(plan: Plan) -> dict[str, float]:
         "req_to_token": r.req_to_token_gib,
         "reserved": r.reserved_gib,
         "cuda_context": r.total_gib - r.pre_load_free_gib,
-        "activation_peak": _consumers(plan, "activation peak"),
-        "graphs": _consumers(plan, "CUDA-graph", "non-torch"),
+        "activation_peak": activation,
+        "graphs": graphs,
         "free": r.free_gib,
         "short": shortfall_gib(plan),
     }
@@ -71,8 +77,6 @@ def outcome(plan: Plan, target_context: int | None = None) -> Outcome:
     own count when it reports one (vLLM's blocks / blocks per request, which also counts the
     Mamba blocks each request holds). free_gib is the engine's headroom after everything it
     reserves (servefit/_explain/budget.py)."""
-    from servefit._explain.catalogue import catalogue_for
-
     p = plan.pools
     ok = plan.verdict == "ok"
     target = int(target_context or p.context_len or 1)

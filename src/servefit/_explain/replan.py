@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from servefit._explain.lever_types import Option
@@ -15,6 +14,7 @@ from servefit._plan.planner import (
 )
 from servefit._plan.schema import Plan
 from servefit.errors import ServefitError
+from servefit.evolve import evolve
 from servefit.model.spec import ModelSpec
 
 
@@ -24,13 +24,13 @@ def prepared(request: PlanRequest) -> tuple[PlanRequest, ModelSpec]:
     gpu = request.gpu
     if not hasattr(gpu, "memory_mib"):
         gpu, _ = resolve_gpu(gpu, None)
-    return replace(request, model=model, gpu=gpu), model
+    return evolve(request, model=model, gpu=gpu), model
 
 
 def apply(request: PlanRequest, args: dict[str, Any], num_gpus: int | None = None) -> PlanRequest:
     req = with_args(request, **args)
     if num_gpus is not None:
-        req = replace(req, num_gpus=num_gpus)
+        req = evolve(req, num_gpus=num_gpus)
     return req
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from servefit._explain.outcome import outcome, signature
@@ -28,6 +27,7 @@ from servefit._fit.schema import FitCandidate, Sweep
 from servefit._fit.space import FitSpace
 from servefit._plan.planner import PlanRequest
 from servefit.errors import ArgumentError
+from servefit.evolve import evolve
 
 
 def effective(req: FitRequest, o: Outcome) -> float:
@@ -120,7 +120,7 @@ def ineffective(
         if d == space.catalogue.pp_dest:
             continue
         args = {k: v for k, v in e.args.items() if k != d}
-        p, _ = try_plan(replace(proto, args=args, num_gpus=e.tp * e.pp))
+        p, _ = try_plan(evolve(proto, args=args, num_gpus=e.tp * e.pp))
         if p is not None and signature(outcome(p, req.context)) == base_sig:
             out.append(_flag_text(space, profile, d, e.args[d]))
     return out
@@ -181,7 +181,7 @@ def baseline(
 ) -> FitCandidate:
     args = dict(req.baseline or {})
     tp, pp = space.parallel_of(args)
-    p, err = try_plan(replace(proto, args=args, num_gpus=tp * pp))
+    p, err = try_plan(evolve(proto, args=args, num_gpus=tp * pp))
     if p is None:
         raise ArgumentError(f"the baseline launch cannot be planned: {err}")
     ok = p.verdict == "ok"

@@ -17,7 +17,6 @@ Ranking and what is shown: servefit/_fit/rank.py.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from servefit._explain.outcome import outcome, starts
@@ -29,6 +28,7 @@ from servefit._fit.space import FitSpace, space_for
 from servefit._plan.planner import PlanRequest, resolve_gpu, resolve_model
 from servefit._plan.schema import Plan
 from servefit.errors import ArgumentError
+from servefit.evolve import evolve
 
 MAX_EVALS = 8_000  # past this (many layouts, lossy variants) the grids are thinned evenly
 
@@ -49,7 +49,7 @@ def fit(req: FitRequest) -> FitResult:
         )
     result = None
     for n in range(first, min(first + 8, MAX_PICKED_GPUS) + 1):
-        result = _fit(replace(req, num_gpus=n, nodes=1))
+        result = _fit(evolve(req, num_gpus=n, nodes=1))
         if result.best:
             break
     assert result is not None
@@ -80,7 +80,7 @@ def _weights_fit_at(req: FitRequest) -> int | None:
     for n in range(1, MAX_PICKED_GPUS + 1):
         for tp in sorted((d for d in range(1, n + 1) if n % d == 0), reverse=True):
             args = space.layout_args(tp, n // tp, req.context, spec_args)
-            p, _ = try_plan(replace(proto, args=args, num_gpus=n))
+            p, _ = try_plan(evolve(proto, args=args, num_gpus=n))
             if p is None:
                 continue
             r = p.per_rank
@@ -95,7 +95,7 @@ def _fit(req: FitRequest) -> FitResult:
 
     space = space_for(parse_engine(req.engine)[0])
     if req.min_free_gib is None:
-        req = replace(req, min_free_gib=space.catalogue.min_free_gib)
+        req = evolve(req, min_free_gib=space.catalogue.min_free_gib)
     t0 = time.perf_counter()
     model = resolve_model(req.model)
     gpu = req.gpu if hasattr(req.gpu, "memory_mib") else resolve_gpu(req.gpu, None)[0]
@@ -122,7 +122,7 @@ def _fit(req: FitRequest) -> FitResult:
     for tp in layouts:
         pp = total // tp
         base = {**carried, **space.layout_args(tp, pp, req.context, spec_args), **kept}
-        layout_req = replace(proto, args=base, num_gpus=tp * pp)
+        layout_req = evolve(proto, args=base, num_gpus=tp * pp)
         p0, err = try_plan(layout_req)
         if p0 is None:
             notes.append(LayoutNote(tp_size=tp, pp_size=pp, evaluated=1, starting=0, rejected=err))
@@ -264,7 +264,7 @@ def _fraction_sweep(
         args[cat.running_dest] = running
     for f in (None, *f_grid):
         a = dict(args) if f is None else {**args, cat.fraction_dest: f}
-        p, _ = try_plan(replace(layout_req, args=a))
+        p, _ = try_plan(evolve(layout_req, args=a))
         if p is None:
             return
         o = outcome(p, req.context)

@@ -24,6 +24,7 @@ to total_gib. An allocation set to 0 here gives its memory back to free_gib.
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import attrgetter
 
 from servefit._plan.schema import PerRank, Pools
 from servefit.engines.base import MemoryInputs, Sizing
@@ -93,6 +94,9 @@ def allocations_exceed(per_rank: PerRank, gpu: GPUSpec) -> tuple[str, str, str] 
     return None
 
 
+_allocations = attrgetter(*(f for f, _ in _ALLOCATIONS))
+_counts = attrgetter(*_COUNTS)
+
 # What vLLM keeps besides its pools (PerRank): nothing of it exists when the weights fail to load.
 _OUTSIDE_POOLS = ("non_torch_gib", "graphs_gib", "activation_gib")
 
@@ -100,6 +104,10 @@ _OUTSIDE_POOLS = ("non_torch_gib", "graphs_gib", "activation_gib")
 def clamp(per_rank: PerRank, pools: Pools) -> tuple[PerRank, Pools]:
     """Rule 3: negative counts and negative allocations become 0; a negative allocation was
     counted in free_gib (pre-load free less the allocations), so free_gib loses it too."""
+    if min(_allocations(per_rank)) >= 0 and not any(
+        v is not None and v < 0 for v in _counts(pools)
+    ):  # the plans that need nothing clamped: every one but a few, read in two C calls
+        return per_rank, pools
     rank_fix: dict[str, float] = {f: 0.0 for f, _ in _ALLOCATIONS if getattr(per_rank, f) < 0}
     if rank_fix:
         given_back = sum(getattr(per_rank, f) for f in rank_fix)

@@ -8,6 +8,7 @@ in them is a plan predicted to fail, never bad input.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -94,8 +95,8 @@ def _check_request(request: PlanRequest) -> None:
         bounded_int(request.gpu_mem_mib, "--gpu-mem-mib", low=1, high=MAX_MIB, error=HardwareError)
     for dest, value in request.args.items():
         # the engines' argparse reads float("nan") and float("inf"); no plan can use them
-        if isinstance(value, float):
-            finite_float(value, "--" + dest.replace("_", "-"))
+        if isinstance(value, float) and not math.isfinite(value):
+            finite_float(value, "--" + dest.replace("_", "-"))  # raises, naming the flag
 
 
 def plan(request: PlanRequest) -> Plan:
@@ -154,7 +155,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
     warnings = list(request.warnings) + list(resolved.warnings) + list(sizing.warnings)
     if engine_ref.note:
         warnings.insert(0, engine_ref.note)
-    warnings += _model_warnings(model)
+    warnings += by_identity(model, ("warnings",), lambda: tuple(_model_warnings(model)))
     return Plan(
         engine=engine_ref,
         model=_model_ref(model),

@@ -105,6 +105,9 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 
 # Profiles registered at run time (tests; out-of-tree profiles): (engine, id) -> Profile.
 _EXTRA: dict[tuple[str, str], Profile] = {}
+# select()'s answers for a spec that names its release: fit plans thousands of candidates of one
+# release a second, each of which selected again. Emptied whenever `registered` changes a table.
+_SELECTED: dict[str, tuple[Profile, EngineRef]] = {}
 
 _VERSION = re.compile(
     r"^v?(?P<release>\d+(?:\.\d+){0,3})"
@@ -228,9 +231,11 @@ def registered(release: str, prof: Profile) -> Iterator[Profile]:
     previous = _EXTRA.get(key)
     table[release] = prof.version
     _EXTRA[key] = prof
+    _SELECTED.clear()
     try:
         yield prof
     finally:
+        _SELECTED.clear()
         if before is None:
             del table[release]
         else:
@@ -255,7 +260,11 @@ def select(spec: str) -> tuple[Profile, EngineRef]:
     """The profile for `spec` and the reference a plan records: the release's own profile,
     else the nearest one with a note. Without a version: the installed release, else the
     newest profile, with a note either way."""
+    cached = _SELECTED.get(spec)
+    if cached is not None:
+        return cached
     name, version = parse_engine(spec)
+    named = version is not None
     notes: list[str] = []
     if version is None:
         found = installed_version(name)
@@ -277,9 +286,14 @@ def select(spec: str) -> tuple[Profile, EngineRef]:
     prof = profile(name, chosen)
     if prof.for_release is not None:
         prof = prof.for_release(version)
-    return prof, EngineRef(
+    selected = prof, EngineRef(
         name=name, version=version, profile=chosen, note="; ".join(notes) or None
     )
+    if named:  # without a version the answer depends on what is installed: asked each time
+        if len(_SELECTED) >= 256:
+            _SELECTED.clear()
+        _SELECTED[spec] = selected
+    return selected
 
 
 def _nearest(engine: str, version: str) -> tuple[str, str | None]:

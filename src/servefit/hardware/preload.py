@@ -17,6 +17,7 @@ source; docs/gpus.md has the fit table with the residual per log.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypedDict
 
 from servefit.errors import ArgumentError, EngineVersionError, HardwareError
@@ -117,6 +118,7 @@ class EngineOptions(TypedDict, total=False):
     enable_p2p_check: bool
 
 
+@lru_cache(maxsize=256)  # a pure function of its arguments, asked again for every plan of fit
 def breakdown(
     gpu: GPUSpec,
     *,

@@ -13,6 +13,7 @@ from typing import Any
 
 from servefit._plan.schema import Consumer
 from servefit.errors import EngineRejection
+from servefit.model.cache import by_identity
 from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES, GiB
@@ -109,7 +110,13 @@ def derived_context_len(model: ModelSpec) -> int:
 
 
 def decode_capture_bs(max_bs: int, speculative: bool, disable_padding: bool = False) -> list[int]:
-    """sglang/srt/server_args.py:ServerArgs._generate_cuda_graph_batch_sizes (0.5.9)."""
+    """sglang/srt/server_args.py:ServerArgs._generate_cuda_graph_batch_sizes (0.5.9); a new
+    list each time (callers append to it)."""
+    return list(_decode_capture_bs(max_bs, speculative, disable_padding))
+
+
+@lru_cache(maxsize=256)  # fit resolves the same few max batch sizes thousands of times
+def _decode_capture_bs(max_bs: int, speculative: bool, disable_padding: bool) -> tuple[int, ...]:
     if disable_padding:
         bs = list(range(1, max_bs + 1))
     elif not speculative:
@@ -127,7 +134,7 @@ def decode_capture_bs(max_bs: int, speculative: bool, disable_padding: bool = Fa
             + list(range(72, 257, 8))
             + list(range(272, max_bs + 1, 16))
         )
-    return [b for b in bs if b <= max_bs]
+    return tuple(b for b in bs if b <= max_bs)
 
 
 _PREFILL_GRAPH_STEPS = (
@@ -215,9 +222,17 @@ def state_cost(
     ssm = float32 -> config mamba_ssm_dtype -> SGLANG_MAMBA_SSM_DTYPE (set by --mamba-ssm-dtype,
     server_args.py:_handle_environment_variables).
     """
-    ids = model.recurrent_layer_ids
-    if not ids:
+    if not model.recurrent_layer_ids:
         return None
+    conv_env, ssm_env = env.get("SGLANG_MAMBA_CONV_DTYPE"), env.get("SGLANG_MAMBA_SSM_DTYPE")
+    key = ("sgl_state", attn_tp, ssm_dtype_flag, conv_env, ssm_env)
+    return by_identity(model, key, lambda: _state_cost(model, attn_tp, ssm_dtype_flag, env))
+
+
+def _state_cost(
+    model: ModelSpec, attn_tp: int, ssm_dtype_flag: str | None, env: dict[str, str]
+) -> StateCost:
+    ids = model.recurrent_layer_ids
     mixer = model.recurrent_mixer(ids[0])
     shapes = mixer.state_shapes(attn_tp)
     conv_dtype = env.get("SGLANG_MAMBA_CONV_DTYPE", "bfloat16")
@@ -290,6 +305,19 @@ def pp_indices(num_layers: int, pp_rank: int, pp_size: int) -> tuple[int, int]:
         return start, start + base + 1
     start = pp_rank * base
     return start, start + base
+
+
+def most_per_stage(model: ModelSpec, kind: str, pp_size: int) -> int:
+    """The most attention (`kind` "attention") or recurrent ("recurrent") layers one PP stage
+    holds under pp_indices' split: the stage the engine sizes its pools for. Kept per model
+    object: fit asks it of every candidate."""
+    return by_identity(model, ("sgl_stage", kind, pp_size), lambda: _most(model, kind, pp_size))
+
+
+def _most(model: ModelSpec, kind: str, pp_size: int) -> int:
+    ids = model.attention_layer_ids if kind == "attention" else model.recurrent_layer_ids
+    stages = [pp_indices(model.num_layers, r, pp_size) for r in range(pp_size)]
+    return max(sum(1 for i in ids if s <= i < e) for s, e in stages)
 
 
 def static_consumers(

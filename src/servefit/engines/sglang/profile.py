@@ -110,9 +110,10 @@ def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
     """TP / PP / DP / EP from ServerArgs attributes. With DP attention the DP ranks share the
     TP ranks: the world is TP x PP, and one attention layer's heads split over TP / DP."""
+    get = args.get
     tp, pp, dp, ep = (
-        int(1 if args.get(k) is None else args[k])
-        for k in ("tp_size", "pp_size", "dp_size", "ep_size")
+        1 if x is None else int(x)
+        for x in (get("tp_size"), get("pp_size"), get("dp_size"), get("ep_size"))
     )
     for name, val in (("tp-size", tp), ("pp-size", pp), ("dp-size", dp), ("ep-size", ep)):
         if val <= 0:
@@ -150,9 +151,15 @@ _RANGES = (
 )
 
 
+_RANGE_DESTS = frozenset(dest for dest, *_ in _RANGES)
+
+
 def _check_ranges(args: dict[str, Any]) -> None:
+    present = _RANGE_DESTS.intersection(args)
     for dest, flag, lo, hi in _RANGES:
-        val = args.get(dest)
+        if dest not in present:
+            continue
+        val = args[dest]
         if val is None or isinstance(val, bool) or not isinstance(val, (int, float)):
             continue
         if val != val or val < lo or (hi is not None and val > hi):

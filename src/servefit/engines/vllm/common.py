@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
@@ -265,6 +266,7 @@ def per_stage(
     return replace(grouping, stage_group_size=worst)
 
 
+@lru_cache(maxsize=256)  # a function of three numbers, asked again for every plan of fit
 def group_layers(
     attention_layers: int, mamba_layers: int, max_ratio: float | None = 1.5
 ) -> Grouping:

@@ -27,6 +27,7 @@ from servefit.engines.vllm import common, cpu_platform
 from servefit.engines.vllm.device import is_cpu
 from servefit.errors import ArgumentError, EngineRejection
 from servefit.hardware.spec import GPUSet
+from servefit.model.cache import by_identity
 from servefit.model.layers import MoE
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES
@@ -500,13 +501,16 @@ def _hybrid_block(
 
 
 def _staged(grouping: common.Grouping, model: ModelSpec, v: dict[str, Any]) -> common.Grouping:
+    draft, pp = v["_draft_attention_layers"], v["pipeline_parallel_size"]
+    # a function of the model, the grouping and these two: kept per model object for fit
+    key = ("vllm_staged", grouping, draft, pp)
+    return by_identity(model, key, lambda: _per_stage(grouping, model, draft, pp))
+
+
+def _per_stage(
+    grouping: common.Grouping, model: ModelSpec, draft: int, pp: int
+) -> common.Grouping:
     # MTP draft layers sit after the target's layers (the last stage).
     n = model.num_layers
-    attn = list(model.attention_layer_ids) + [n + i for i in range(v["_draft_attention_layers"])]
-    return common.per_stage(
-        grouping,
-        attn,
-        list(model.recurrent_layer_ids),
-        n + v["_draft_attention_layers"],
-        v["pipeline_parallel_size"],
-    )
+    attn = list(model.attention_layer_ids) + [n + i for i in range(draft)]
+    return common.per_stage(grouping, attn, list(model.recurrent_layer_ids), n + draft, pp)

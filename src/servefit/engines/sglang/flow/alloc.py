@@ -6,13 +6,13 @@ MambaPool (K + 1 slots, the speculative intermediate state over R + 1), the KV p
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 from servefit.engines.sglang import common
 from servefit.engines.sglang.flow import swa
 from servefit.engines.sglang.flow.records import Allocations, Budget, Layout, Tokens
 from servefit.engines.sglang.flow.rules import Rules
+from servefit.evolve import evolve
 from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES
@@ -50,7 +50,7 @@ def allocate(
     if split is not None and geo is not None and tok.tokens > 0:
         sw = swa.allocations(geo, split, lay.page)
         dtype = common.KV_DTYPES[lay.kv_dtype][0]
-        a = replace(
+        a = evolve(
             a,
             kv=sw["kv"],
             k=sw["k"],
@@ -63,7 +63,7 @@ def allocate(
     # draft runner: HybridLinearKVPool([0]) for hybrid targets
     n = 1 if model.is_hybrid else max(1, lay.draft_layers or model.mtp_layers or 1)
     draft_cell = common.kv_cell_size(model, lay.attn_tp, n, lay.kv_dtype)
-    a = replace(a, draft_kv=(tok.tokens + lay.page) * draft_cell)
+    a = evolve(a, draft_kv=(tok.tokens + lay.page) * draft_cell)
     if split is not None and geo is not None and split.draft_swa:
         # Path-less MTP draft of a hybrid SWA target (MiMoV2MTP / Step3p5MTP): get_hybrid_layer_ids
         # gives it swa [0], full [] -> an SWAKVPool whose one SWA layer holds swa tokens.
@@ -73,7 +73,7 @@ def allocate(
         if lines is not None:
             dtype = common.KV_DTYPES[lay.kv_dtype][0]
             lines = (lines[0], tuple(swa.kv_lines(dtype, draft_split, draft_alloc)))
-        a = replace(a, draft_kv=(split.swa + lay.page) * (geo.swa_k + geo.swa_v), kv_lines=lines)
+        a = evolve(a, draft_kv=(split.swa + lay.page) * (geo.swa_k + geo.swa_v), kv_lines=lines)
     return a
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from servefit.engines.base import MemoryInputs, Profile, ResolvedArgs, Sizing
 from servefit.engines.sglang import profile
 from servefit.engines.sglang.flow import args, pools
 from servefit.engines.sglang.flow.rules import Rules
+from servefit.evolve import evolve
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 
@@ -25,7 +25,7 @@ def _to_release(resolved: ResolvedArgs, names: Mapping[str, str]) -> ResolvedArg
     if not names:
         return resolved
     changes = tuple(c.model_copy(update={"arg": names.get(c.arg, c.arg)}) for c in resolved.changes)
-    return replace(resolved, values=_renamed(resolved.values, names), changes=changes)
+    return evolve(resolved, values=_renamed(resolved.values, names), changes=changes)
 
 
 def declare(rules: Rules) -> Profile:
@@ -42,7 +42,7 @@ def declare(rules: Rules) -> Profile:
         model: ModelSpec, gpus: GPUSet, resolved: ResolvedArgs, memory: MemoryInputs
     ) -> Sizing:
         if to_flow:
-            resolved = replace(resolved, values=_renamed(resolved.values, to_flow))
+            resolved = evolve(resolved, values=_renamed(resolved.values, to_flow))
         return pools.size_pools(model, gpus, resolved, memory, rules)
 
     return profile.declare(

@@ -8,13 +8,13 @@ _handle_max_mamba_cache. See docs/engines/sglang-0.5.23.md §5.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang.flow.heuristics import is_multimodal
 from servefit.engines.sglang.flow.records import Budget, Layout
 from servefit.engines.sglang.flow.rules import Rules
+from servefit.evolve import evolve
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
 
@@ -75,8 +75,8 @@ def profile_available(
     avail = P - memory.weights_gib - draft
     slack = P * (1 - v["mem_fraction_static"])
     mm = mm_reservation_mib(model, v, env, rules) / 1024 if rules.mm_reservation else 0.0
-    b = Budget(P=P, avail=avail, slack=slack, mm_gib=mm, budget=avail - slack - mm)
-    b = replace(b, rest=b.budget)
+    budget = avail - slack - mm
+    b = Budget(P=P, avail=avail, slack=slack, mm_gib=mm, budget=budget, rest=budget)
     if lay.cost is not None:
         b = state_pool(b, v, lay, env, rules)
         if b.error:
@@ -84,7 +84,7 @@ def profile_available(
     if rules.budget_error and b.rest <= 0:
         minimum = 1 - avail / P
         suggested = math.ceil(minimum * 1000) / 1000
-        b = replace(
+        b = evolve(
             b,
             error=(
                 f"ValueError: Loaded weights leave no GPU memory for the KV cache under "
@@ -144,15 +144,15 @@ def state_pool(
         else:
             K = int((budget_bytes - pad * per_req) // per_req)
     rest = b.budget - spec
-    b = replace(b, per_req=per_req, ratio=ratio, K=K, sizing=sizing, spec_reserved=spec, rest=rest)
+    b = evolve(b, per_req=per_req, ratio=ratio, K=K, sizing=sizing, spec_reserved=spec, rest=rest)
     if K <= 0:
         return _state_pool_error(b, K, rest, per_req)
     reserved = (K + pad) * per_req / GiB
-    return replace(b, mamba_reserved=reserved, rest=rest - reserved)
+    return evolve(b, mamba_reserved=reserved, rest=rest - reserved)
 
 
 def _state_pool_error(b: Budget, K: int, rest: float, per_req: int) -> Budget:
-    return replace(
+    return evolve(
         b,
         error=(
             f"RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. "
@@ -185,7 +185,7 @@ def upfront_state_pool(
         K = int(rest * r / (1 + r) * GiB // per_req)
         sizing = f"mamba_full_memory_ratio {r}: rest x {r}/(1+{r})"
     reserved = K * per_req / GiB
-    return replace(
+    return evolve(
         b,
         per_req=per_req,
         ratio=ratio,

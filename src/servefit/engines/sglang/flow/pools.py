@@ -9,7 +9,6 @@ resolve_max_num_reqs, then what mem_cache/memory_pool.py allocates (alloc.py) an
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from servefit._plan.schema import PerRank, Pools
@@ -22,6 +21,7 @@ from servefit.engines.sglang.flow.memory import profile_available, requested_per
 from servefit.engines.sglang.flow.records import Budget, Layout, Pass, Requests, Tokens
 from servefit.engines.sglang.flow.rules import Rules
 from servefit.errors import ArgumentError
+from servefit.evolve import evolve
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
@@ -57,10 +57,9 @@ def layout(model: ModelSpec, v: dict[str, Any], env: dict[str, str], rules: Rule
         )
     kv_dtype = common.kv_cache_dtype(model, v["kv_cache_dtype"])
     pp, attn_tp = v["pp_size"], v["tp_size"] // v["attn_dp_size"]
-    stages = [common.pp_indices(model.num_layers, r, pp) for r in range(pp)]
-    attn_ids, rec_ids = model.attention_layer_ids, model.recurrent_layer_ids
-    num_layers = max(sum(1 for i in attn_ids if s <= i < e) for s, e in stages)
-    stage_mamba = max(sum(1 for i in rec_ids if s <= i < e) for s, e in stages) if rec_ids else 0
+    rec_ids = model.recurrent_layer_ids
+    num_layers = common.most_per_stage(model, "attention", pp)
+    stage_mamba = common.most_per_stage(model, "recurrent", pp) if rec_ids else 0
     target_cell = common.kv_cell_size(model, attn_tp, num_layers, kv_dtype)
     cell = target_cell
     eagle = v["speculative_algorithm"] in ("EAGLE", "EAGLE3", "STANDALONE")
@@ -94,7 +93,7 @@ def size_pools(
     if tok.error == NOT_ENOUGH and rules.not_enough_names_fraction:
         # MemoryPoolConfig.__post_init__ appends the fraction it was given
         suffix = f" Current value: mem_fraction_static={v['mem_fraction_static']}"
-        tok = replace(tok, error=NOT_ENOUGH + suffix)
+        tok = evolve(tok, error=NOT_ENOUGH + suffix)
     error, kind = tok.error, tok.error_kind
     reqs = Requests()
     if error is None:

@@ -51,11 +51,11 @@ def mamba_ratio(v: dict[str, Any]) -> int:
 def _cell(model: ModelSpec, v: dict[str, Any], attn_tp: int, kv_dtype: str) -> int:
     """profile_max_num_token: the layers of this PP stage (hybrids: its full-attention layers).
     The stage with the most has the fewest tokens, and the engine all-reduces MIN over PP."""
-    stages = [common.pp_indices(model.num_layers, r, v["pp_size"]) for r in range(v["pp_size"])]
+    pp = v["pp_size"]
     if model.is_hybrid:
-        ids = model.attention_layer_ids
-        layers = max(sum(1 for i in ids if s <= i < e) for s, e in stages)
+        layers = common.most_per_stage(model, "attention", pp)
     else:
+        stages = [common.pp_indices(model.num_layers, r, pp) for r in range(pp)]
         layers = max(e - s for s, e in stages)
     return common.kv_cell_size(model, attn_tp, layers, kv_dtype)
 
