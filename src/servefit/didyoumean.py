@@ -3,7 +3,6 @@ names, engine flags), by difflib's ratio over a normalised spelling."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 
 
@@ -22,6 +21,8 @@ def closest(
     by_key: dict[str, str] = {}
     for c in choices:
         by_key.setdefault(key(c), c)
+    import difflib  # here: only a misspelling needs it
+
     hit = difflib.get_close_matches(key(word), list(by_key), n=1, cutoff=cutoff)
     return by_key[hit[0]] if hit else None
 

@@ -46,7 +46,6 @@ This module depends on nothing else in servefit, so every layer can use it.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -73,6 +72,8 @@ _EMPTY = frozenset({"", "None", "none", "null", "True", "False", "true", "false"
 
 
 def fingerprint(value: str) -> str:
+    import hashlib  # here: 4 ms of OpenSSL start-up that only a secret on the command line needs
+
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:FINGERPRINT_HEX]
 
 

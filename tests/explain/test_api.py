@@ -116,3 +116,46 @@ def test_api_docstring_examples_run():
 
     result = doctest.testmod(servefit.api, verbose=False)
     assert result.attempted >= 6 and result.failed == 0
+
+
+# Modules `servefit plan` of a named GPU never needs, each with what it cost the CLI's start on
+# 2 cores (python -X importtime, bytecode present): the plan imports them only on the path that
+# uses them (engines/registry.py:installed_version, redact.py:fingerprint, model/config.py:
+# hub_reachable, didyoumean.py:closest, report/commands.py, engines/devices.py).
+NOT_ON_PLAN_PATH = {
+    "importlib.metadata": "35 ms with email, zipfile and csv: only a release left unnamed",
+    "importlib.resources": "14 ms with tempfile and shutil: tables are files beside modules",
+    "hashlib": "4 ms of OpenSSL: only a secret to fingerprint",
+    "socket": "4 ms: only a download probes the Hub",
+    "difflib": "1.3 ms: only a misspelling",
+    "servefit._fit.schema": "5 fit records: only a command printed",
+    "servefit.hardware.nvml": "NVML's records: only --gpu local",
+    "pydantic": "~130 ms: only the JSON schemas",
+}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", *SEED_ENGINE, *SEED_LAUNCH],
+        ["plan", *SEED_ENGINE, "--format", "json", *SEED_LAUNCH],
+    ],
+    ids=["plan", "plan-json"],
+)
+def test_plan_imports_nothing_it_does_not_use(argv):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from servefit.cli.main import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, 1, None), exc.code\n"
+        f"print(sorted(m for m in {sorted(NOT_ON_PLAN_PATH)!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]"

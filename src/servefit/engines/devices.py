@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from servefit.errors import EngineRejection
-from servefit.hardware.nvml import LocalGPU
+
+if TYPE_CHECKING:  # NVML's records only with --gpu local: a named GPU never imports them
+    from servefit.hardware.nvml import LocalGPU
 
 __all__ = [
     "DEVICE_VARS",

@@ -14,11 +14,11 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, TypeVar
 
 from servefit.engines.base import Flag, ParsedArgs
 from servefit.errors import EngineVersionError
+from servefit.packagedata import package_dir
 
 __all__ = [
     "KIND_ARTICLE",
@@ -65,7 +65,7 @@ class FlagTables:
 
     def versions(self) -> tuple[str, ...]:
         """Releases with a table, oldest first."""
-        names = [p.name for p in resources.files(self.package).iterdir()]
+        names = [p.name for p in package_dir(self.package).iterdir()]
         found = [n[len("flags_") : -len(".json")] for n in names if _TABLE_NAME.match(n)]
         parsed = sorted(tuple(int(x) for x in v.split("_")) for v in found)
         return tuple(".".join(map(str, v)) for v in parsed)
@@ -78,7 +78,7 @@ class FlagTables:
                 f"not {self.article} {self.engine} release version: {version!r} "
                 f"(expected e.g. {self.example})"
             )
-        res = resources.files(self.package).joinpath(f"flags_{'_'.join(m.groups())}.json")
+        res = package_dir(self.package).joinpath(f"flags_{'_'.join(m.groups())}.json")
         if not res.is_file():
             have = ", ".join(self.versions())
             raise EngineVersionError(f"no {self.engine} flag table for {version} (have: {have})")
@@ -235,7 +235,7 @@ def read_architectures(package: str, version: str) -> frozenset[str]:
     """The model architectures one release registers: archs_<version>.txt in the engine's
     package, generated from the wheel by tools/extract_architectures.py."""
     name = f"archs_{version.replace('.', '_')}.txt"
-    res = resources.files(package).joinpath(name)
+    res = package_dir(package) / name
     if not res.is_file():
         raise EngineVersionError(f"no architecture list {name} in {package}")
     return frozenset(res.read_text(encoding="utf-8").split())

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from importlib import metadata
 
 from servefit._plan.schema import EngineRef
 from servefit.didyoumean import hint
@@ -248,6 +247,10 @@ def registered(release: str, prof: Profile) -> Iterator[Profile]:
 
 def installed_version(engine: str) -> tuple[str, str] | None:
     """(version, distribution) of `engine` as installed in this Python environment, if it is."""
+    # imported here: importlib.metadata (with email, zipfile, csv) is a third of a plan's
+    # start-up, and only a spec without a version asks what is installed
+    from importlib import metadata
+
     for dist in DISTRIBUTIONS.get(engine, (engine,)):
         try:
             return metadata.version(dist), dist

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from servefit.errors import HardwareError
 from servefit.hardware.spec import GPUSpec
+from servefit.packagedata import package_dir
 
 # Words that carry no identity: "NVIDIA GeForce RTX 4090" and "rtx-4090" normalize alike.
 _NOISE = {"nvidia", "amd", "instinct", "geforce", "tesla", "graphics"}
@@ -48,11 +49,9 @@ def _forms(text: str) -> set[str]:
 @lru_cache(maxsize=1)
 def entries() -> tuple[CatalogEntry, ...]:
     """All catalog entries, in file order."""
-    from importlib.resources import files
-
     from servefit.hardware.preload import COMM_BASE_MIB, CONTEXT_MIB, PER_PEER_MIB
 
-    raw = json.loads(files("servefit.hardware").joinpath("gpus.json").read_text(encoding="utf-8"))
+    raw = json.loads((package_dir("servefit.hardware") / "gpus.json").read_text(encoding="utf-8"))
     out = []
     for row in raw["gpus"]:
         vendor = row["vendor"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import stat
 from pathlib import Path
 from typing import Any
@@ -120,6 +119,8 @@ def _kind(path: Path) -> str | None:
 def hub_reachable(host: str, timeout: float = 3.0) -> bool:
     """A quick TCP probe of the Hub's host (no request is sent)."""
     try:
+        import socket  # here: only a download checks the network
+
         socket.create_connection((host, 443), timeout=timeout).close()
     except OSError:
         return False

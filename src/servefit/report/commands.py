@@ -6,7 +6,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from servefit._fit.command import launch_commands, shell_text
+# servefit._fit.command (and the fit records it builds) is imported where a command is made:
+# a plan that starts prints none.
 
 
 def command_block(command: str | list[str]) -> str:
@@ -28,6 +29,8 @@ def command_block(command: str | list[str]) -> str:
     ):
         k, _, v = argv.pop(0).partition("=")
         env[k] = v
+    from servefit._fit.command import shell_text
+
     return shell_text(argv, env or None)
 
 
@@ -36,6 +39,8 @@ def command_for(
 ) -> str:
     """The launch command for engine args (dest -> value), the engine's own spellings; --host
     only when the args carry one (the engine's default bind address otherwise)."""
+    from servefit._fit.command import launch_commands
+
     extra = {k: args[k] for k in ("host", "port") if args.get(k) is not None}
     rest = {k: v for k, v in args.items() if k not in extra and v is not None}
     (cmd,) = launch_commands(engine, profile, model, rest, env=env, extra=extra)
