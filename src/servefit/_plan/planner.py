@@ -18,6 +18,7 @@ from servefit._plan.schema import CpuNodeRef, HardwareRef, ModelRef, PerRank, Pl
 from servefit.engines.base import Measured, MemoryInputs, Profile, ResolvedArgs, Sizing
 from servefit.engines.registry import select
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
+from servefit.evolve import evolve
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.cache import by_identity
 from servefit.model.quant import unknown_method_warning
@@ -280,4 +281,4 @@ def with_args(request: PlanRequest, **changes: Any) -> PlanRequest:
             args.pop(k, None)
         else:
             args[k] = v
-    return replace(request, args=args)
+    return evolve(request, args=args)
