@@ -97,7 +97,7 @@ def test_a_release_missing_a_piece_fails_the_contract():
             "no docs/engines/sglang-0.5.99.md",
         ]
 
-    def gap(*args):
+    def gap(*args, **kwargs):
         raise KeyError("speculative_num_steps")
 
     crashing = dataclasses.replace(real, size_pools=gap)

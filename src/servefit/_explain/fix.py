@@ -36,6 +36,7 @@ from servefit._explain.schema import Fix, FixCandidate, FixChange, GpusNeeded, O
 from servefit.engines import registry
 from servefit.engines.remedy import remedy_for
 from servefit.errors import EngineRejection
+from servefit.evolve import evolve
 
 PAIR_GRID = 10  # values per lever in the pair search
 MAX_GPUS = 64  # the GPU-count search stops here
@@ -234,7 +235,8 @@ def _then_one_flag(
 def _evaluate(
     ctx: Context, args: dict[str, Any], num_gpus: int | None, target: int, floors: Floors
 ) -> tuple[FixCandidate | None, Outcome | None]:
-    p, _ = replan(ctx.request, Option("", args, num_gpus))
+    # an outcome is all a candidate keeps: the plan without its text (PlanRequest.text)
+    p, _ = replan(evolve(ctx.request, text=False), Option("", args, num_gpus))
     if p is None:
         return None, None
     o = outcome(p, target)

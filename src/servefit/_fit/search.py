@@ -259,12 +259,13 @@ def _fraction_sweep(
     evals: list[Eval],
 ) -> None:
     cat = space.catalogue
+    quiet = evolve(layout_req, text=False)  # outcomes only: no log lines, no consumers
     args = {**layout_req.args, **outer, **state}
     if running is not None:
         args[cat.running_dest] = running
     for f in (None, *f_grid):
         a = dict(args) if f is None else {**args, cat.fraction_dest: f}
-        p, _ = try_plan(evolve(layout_req, args=a))
+        p, _ = try_plan(evolve(quiet, args=a))
         if p is None:
             return
         o = outcome(p, req.context)

@@ -45,6 +45,11 @@ class PlanRequest:
         None  # calibrated: the log's "Load weight end ... mem usage"
     )
     warnings: tuple[str, ...] = ()
+    # False: the plan without the display text its profile can skip (engines/base.py:SizePools;
+    # SGLang: the sizing's log lines and the consumers, which its outcomes never read); every
+    # figure, the verdict and the error are the same. fit's candidates and the fix search
+    # compare the outcomes of thousands of plans and show none of them.
+    text: bool = True
 
 
 def resolve_model(ref: str | ModelSpec) -> ModelSpec:
@@ -148,7 +153,9 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
         sizing = _unsized(profile, memory, resolved)
     else:
         sizing = invariants.possible(
-            _sized(profile, model, gpus, resolved, memory, rejections_fail), memory, gpu
+            _sized(profile, model, gpus, resolved, memory, rejections_fail, text=request.text),
+            memory,
+            gpu,
         )
     per_rank, pools = invariants.clamp(sizing.per_rank, sizing.pools)
 
@@ -194,10 +201,12 @@ def _sized(
     resolved: ResolvedArgs,
     memory: MemoryInputs,
     rejections_fail: bool,
+    *,
+    text: bool,
 ) -> Sizing:
     """The engine's memory profiling; an engine-side rejection there is a failing start."""
     try:
-        return profile.size_pools(model, gpus, resolved, memory)
+        return profile.size_pools(model, gpus, resolved, memory, text=text)
     except EngineRejection as exc:
         if not rejections_fail:
             raise

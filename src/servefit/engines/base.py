@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from servefit._plan.schema import Change, Consumer, PerRank, Pools
 from servefit.errors import HardwareError
@@ -190,7 +190,25 @@ class LogFeature(str, Enum):
 
 
 ResolveArgs = Callable[[ModelSpec, GPUSet, dict[str, Any], dict[str, str]], ResolvedArgs]
-SizePools = Callable[[ModelSpec, GPUSet, ResolvedArgs, MemoryInputs], Sizing]
+
+
+class SizePools(Protocol):
+    """The engine's memory profiling and pool sizing. `text=False`: the same Sizing without its
+    display text (the engine's log lines, the consumers) where the profile can skip building
+    them; the pools, the per-rank figures, the error and its consumer are the same. fit's
+    candidates and a fix search compare only those (tests/plan/test_text_free.py)."""
+
+    def __call__(
+        self,
+        model: ModelSpec,
+        gpus: GPUSet,
+        resolved: ResolvedArgs,
+        memory: MemoryInputs,
+        *,
+        text: bool = True,
+    ) -> Sizing: ...
+
+
 MemoryInputsFn = Callable[[ModelSpec, GPUSet, dict[str, Any], Measured], MemoryInputs]
 
 

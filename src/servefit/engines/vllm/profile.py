@@ -57,8 +57,16 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         return resolve.resolve(model, gpus, user_args, env, rules)
 
     def size_pools(
-        model: ModelSpec, gpus: GPUSet, resolved: ResolvedArgs, memory: MemoryInputs
+        model: ModelSpec,
+        gpus: GPUSet,
+        resolved: ResolvedArgs,
+        memory: MemoryInputs,
+        *,
+        text: bool = True,
     ) -> Sizing:
+        # the text is built either way: the consumers hold the profiled peak and the graph
+        # estimate an outcome reads (_explain/outcome.py:memory_gib), the log lines come out of
+        # the same pass
         return planning.size(model, gpus, resolved, memory, rules)
 
     dests = {f.dest for f in flags}

@@ -39,11 +39,16 @@ def declare(rules: Rules) -> Profile:
         return _to_release(args.resolve_args(model, gpus, flow_args, env, rules), rules.flow_names)
 
     def size_pools(
-        model: ModelSpec, gpus: GPUSet, resolved: ResolvedArgs, memory: MemoryInputs
+        model: ModelSpec,
+        gpus: GPUSet,
+        resolved: ResolvedArgs,
+        memory: MemoryInputs,
+        *,
+        text: bool = True,
     ) -> Sizing:
         if to_flow:
             resolved = evolve(resolved, values=_renamed(resolved.values, to_flow))
-        return pools.size_pools(model, gpus, resolved, memory, rules)
+        return pools.size_pools(model, gpus, resolved, memory, rules, text=text)
 
     return profile.declare(
         rules.version,

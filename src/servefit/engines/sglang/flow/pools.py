@@ -84,7 +84,13 @@ def layout(model: ModelSpec, v: dict[str, Any], env: dict[str, str], rules: Rule
 
 
 def size_pools(
-    model: ModelSpec, gpus: GPUSet, resolved: ResolvedArgs, memory: MemoryInputs, rules: Rules
+    model: ModelSpec,
+    gpus: GPUSet,
+    resolved: ResolvedArgs,
+    memory: MemoryInputs,
+    rules: Rules,
+    *,
+    text: bool = True,
 ) -> Sizing:
     v, env = resolved.values, resolved.env
     lay = layout(model, v, env, rules)
@@ -111,7 +117,7 @@ def size_pools(
         )
     alloc = allocate(model, v, lay, b, tok, reqs.R, ok=error is None, rules=rules)
     p = Pass(model, v, memory, lay, b, tok, reqs, alloc, error, kind, notes)
-    return _sizing(p, _warnings(p, rules), rules)
+    return _sizing(p, _warnings(p, rules), rules, text=text)
 
 
 def token_pool(
@@ -229,7 +235,7 @@ def _warnings(p: Pass, rules: Rules) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _sizing(p: Pass, warnings: tuple[str, ...], rules: Rules) -> Sizing:
+def _sizing(p: Pass, warnings: tuple[str, ...], rules: Rules, *, text: bool) -> Sizing:
     consumer, detail = logs.culprit(p.b, p.error_kind) if p.error else (None, None)
     split = p.tok.split
     if split is not None and split.error:
@@ -246,8 +252,8 @@ def _sizing(p: Pass, warnings: tuple[str, ...], rules: Rules) -> Sizing:
         error=p.error,
         error_consumer=consumer,
         error_detail=detail,
-        consumers=tuple(logs.consumers(p)),
-        log_lines=tuple(logs.log_lines(p, rules)),
+        consumers=tuple(logs.consumers(p)) if text else (),
+        log_lines=tuple(logs.log_lines(p, rules)) if text else (),
         warnings=warnings,
         extra=_extra(p),
     )

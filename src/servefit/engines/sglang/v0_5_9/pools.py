@@ -193,7 +193,12 @@ def _allocate(
 
 
 def size_pools(
-    model: ModelSpec, gpus: GPUSet, resolved: ResolvedArgs, memory: MemoryInputs
+    model: ModelSpec,
+    gpus: GPUSet,
+    resolved: ResolvedArgs,
+    memory: MemoryInputs,
+    *,
+    text: bool = True,
 ) -> Sizing:
     v = resolved.values
     dp = v["dp_size"]
@@ -248,8 +253,8 @@ def size_pools(
         error=s.error,
         error_consumer=s.consumer,
         error_detail=s.detail,
-        consumers=tuple(logs.consumers(s, v, memory)),
-        log_lines=tuple(logs.log_lines(s, model, v, memory)),
+        consumers=tuple(logs.consumers(s, v, memory)) if text else (),
+        log_lines=tuple(logs.log_lines(s, model, v, memory)) if text else (),
         warnings=tuple(warnings),
     )
 
