@@ -6,7 +6,8 @@ import io
 import tracemalloc
 
 from servefit.doctor.launches import read_log
-from servefit.doctor.reader import MAX_LINE, LineSource, parse_prefix
+from servefit.doctor.reader import MAX_LINE, LineSource, match, parse_prefix
+from servefit.doctor.rules import EventKind
 
 
 def test_prefixes_give_rank_and_time():
@@ -99,3 +100,23 @@ def test_a_million_lines_in_bounded_memory():
     assert log.launches[0].traffic.decode_logs == 5000
     assert log.launches[0].spec.accept_len_mean == 2.31
     assert peak < 2_000_000  # bytes; the input is ~90 MB
+
+
+def test_a_worker_process_prefix_is_not_a_key_only_its_death_is():
+    # vLLM V1 prefixes every line of a worker process with "(Worker pid=N)" (tests/data/
+    # engine-logs/v0320-qwen3-pc-env1g.log); only V0's "Worker ... pid N died, exit code: C"
+    # (multiproc_worker_utils.py:WorkerMonitor, tests/data/ground-truth/
+    # vllm_v0_r1_distill_qwen14b_2x4090_v13061.txt line 10) is an event
+    chatter = (
+        "(Worker pid=29292) WARNING 12-01 06:51:52 [cpu_worker.py:114] libtcmalloc is not found "
+        "in LD_PRELOAD."
+    )
+    death = (
+        "ERROR 02-11 07:40:49 multiproc_worker_utils.py:124] Worker VllmWorkerProcess pid 1786 "
+        "died, exit code: -15"
+    )
+    hits = list(LineSource([chatter, death]).hits())
+    assert [no for no, _ in hits] == [2]
+    event, _ = match(death)
+    assert event is not None and event["kind"] == EventKind.EXIT
+    assert (event["proc"], event["pid"], event["code"]) == ("VllmWorkerProcess", 1786, -15)

@@ -416,7 +416,9 @@ RULES: tuple[Rule, ...] = (
         whole_line(),
     ),
     rule(
-        "Worker ",
+        # the key is the message's tail: "Worker " starts every line of a V1 worker process
+        # ("(Worker pid=29292) INFO ..."), which would send each of them to the rules
+        " died, exit code: ",
         r"Worker (?P<proc>.+?) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)",
         "exit",
         V,
