@@ -48,8 +48,10 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from servefit.frozen import frozen
 
 MASK = "***"
 FINGERPRINT_HEX = 8
@@ -105,7 +107,7 @@ def _canonical_option(option: str) -> str:
     return "--" + option[2:].replace("_", "-") if option.startswith("--") else option
 
 
-@dataclass(frozen=True)
+@frozen
 class SecretFlags:
     """Engine flags that carry a secret: option strings, the argument names the engine prints
     them under, which options take several values (nargs "+": vLLM `--api-key K1 K2`), and
@@ -260,7 +262,7 @@ def redact_text(text: str) -> str:
     return _PLAIN.text(text)
 
 
-@dataclass(frozen=True)
+@frozen
 class Redactor:
     """Redacts text, argv, environments and JSON-like data. `flags` are the engine's secret
     flags, `values` secrets known by value (from the launch command and its environment)."""

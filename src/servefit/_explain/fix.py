@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -37,6 +36,7 @@ from servefit.engines import registry
 from servefit.engines.remedy import remedy_for
 from servefit.errors import EngineRejection
 from servefit.evolve import evolve
+from servefit.frozen import frozen
 
 PAIR_GRID = 10  # values per lever in the pair search
 MAX_GPUS = 64  # the GPU-count search stops here
@@ -45,7 +45,7 @@ MAX_GPUS = 64  # the GPU-count search stops here
 MAX_LAYOUT_FIXES = 4
 
 
-@dataclass(frozen=True)
+@frozen
 class Floors:
     """What a fix must keep: headroom after the pools, one full-context request at once, and
     the user's --concurrency running requests."""

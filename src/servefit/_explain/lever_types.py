@@ -9,7 +9,7 @@ release has it at all, is the release profile's to say (engines/base.py:Profile.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from servefit._plan.planner import PlanRequest
@@ -17,10 +17,11 @@ from servefit._plan.schema import Plan
 from servefit.engines import registry
 from servefit.engines.base import Profile
 from servefit.engines.remedy import Remedy
+from servefit.frozen import frozen
 from servefit.model.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@frozen
 class Context:
     """What lever values are generated from."""
 
@@ -66,14 +67,14 @@ class Context:
         return int(mrr) if mrr else max(1, self.plan.pools.effective_max_running_requests)
 
 
-@dataclass(frozen=True)
+@frozen
 class Option:
     label: str
     args: dict[str, Any]
     num_gpus: int | None = None  # parallelism values that need a different GPU count
 
 
-@dataclass(frozen=True)
+@frozen
 class Lever:
     name: str
     title: str
@@ -86,7 +87,7 @@ class Lever:
     context: bool = False  # sets the context length: its values are judged at their own context
 
 
-@dataclass(frozen=True)
+@frozen
 class Catalogue:
     engine: str
     levers: tuple[Lever, ...]

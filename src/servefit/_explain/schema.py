@@ -6,14 +6,15 @@ documented in docs/explain-fit.md. GiB figures are per rank (1 GiB = 2**30 bytes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from servefit._plan.schema import Plan
+from servefit.frozen import frozen
 from servefit.records import Record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Outcome(Record):
     """The numbers of one plan that explain and fit compare.
 
@@ -40,7 +41,7 @@ class Outcome(Record):
     memory_gib: dict[str, float] = field(default_factory=dict)  # per-rank consumer -> GiB
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class RankedConsumer(Record):
     rank: int
     name: str
@@ -51,7 +52,7 @@ class RankedConsumer(Record):
     flags: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class LeverValue(Record):
     """One value of a lever, re-planned."""
 
@@ -66,7 +67,7 @@ class LeverValue(Record):
     fix: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class LeverEffect(Record):
     name: str  # catalogue name, e.g. "mamba_full_memory_ratio"
     title: str
@@ -78,7 +79,7 @@ class LeverEffect(Record):
     values: list[LeverValue] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class FlagEffect(Record):
     """Whether a flag the user set mattered: the plan re-made without it (engine default)."""
 
@@ -90,7 +91,7 @@ class FlagEffect(Record):
     without: Outcome | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class FixChange(Record):
     flag: str
     dest: str
@@ -98,7 +99,7 @@ class FixChange(Record):
     new: Any = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class FixCandidate(Record):
     changes: list[FixChange]
     args: dict[str, Any]  # the full engine args of the fixed launch
@@ -111,7 +112,7 @@ class FixCandidate(Record):
     command_flags: str  # the changed flags as CLI text
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class GpusNeeded(Record):
     """More GPUs of the same kind: the smallest count, searched count by count over every
     TP x PP layout of it (not doubled), at which the weights alone fit, and at which a layout
@@ -128,7 +129,7 @@ class GpusNeeded(Record):
     tried: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Fix(Record):
     """What makes a failing (or degraded) launch start: the change closest to what the user
     asked (`minimal`) and the change with the best outcome (`best`), both single flags that
@@ -147,7 +148,7 @@ class Fix(Record):
     note: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Explanation(Record):
     plan: Plan
     outcome: Outcome

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from servefit._fit.schema import NodeCommand
+from servefit.frozen import frozen
 
 # Flags first in this order, then the rest alphabetically by engine attribute.
 ORDER = (
@@ -53,7 +53,7 @@ DEFAULT_DIST_ADDR = "NODE0_IP:50000"
 _DEFAULT_PARALLEL = {"pp_size": 1, "pipeline_parallel_size": 1}
 
 
-@dataclass(frozen=True)
+@frozen
 class _Launcher:
     head: Callable[[str, str], list[str]]  # (release, model path) -> entry point and model
     nodes: Callable[[str, int, int, str], list[str]]  # (release, nodes, rank, address)

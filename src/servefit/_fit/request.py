@@ -8,10 +8,11 @@ from typing import Any
 from servefit._explain.schema import Outcome
 from servefit._fit.command import DEFAULT_DIST_ADDR
 from servefit.errors import ArgumentError
+from servefit.frozen import frozen
 from servefit.model.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@frozen
 class FitRequest:
     """What to fit. `num_gpus` is per node; the layouts use num_gpus x nodes GPUs. None: fit
     picks the smallest count (one node) on which a launch starts."""

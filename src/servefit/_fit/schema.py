@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from servefit._explain.schema import Outcome
+from servefit.frozen import frozen
 from servefit.records import Record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class NodeCommand(Record):
     node_rank: int
     argv: list[str]  # the engine argv, entry point included
     shell: str  # ready to paste (POSIX-quoted, one flag per line)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class FitCandidate(Record):
     rank: int  # 1 = best; 0 = the baseline the user gave
     tp_size: int
@@ -33,7 +34,7 @@ class FitCandidate(Record):
     commands: list[NodeCommand] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class LayoutNote(Record):
     tp_size: int
     pp_size: int
@@ -42,7 +43,7 @@ class LayoutNote(Record):
     rejected: str | None = None  # why servefit or the engine rejects the layout outright
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Sweep(Record):
     """Effective concurrency of the best candidate's family as one lever moves."""
 
@@ -56,7 +57,7 @@ class Sweep(Record):
     meets_concurrency: list[bool] = field(default_factory=list)  # running >= --concurrency
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class FitResult(Record):
     model: str
     gpu: str

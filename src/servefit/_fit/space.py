@@ -7,7 +7,6 @@ on the engine; the flag spellings and headroom come from the lever catalogue."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -16,6 +15,7 @@ from servefit._explain.lever_types import Catalogue
 from servefit._plan.schema import Plan
 from servefit.engines import registry
 from servefit.errors import ArgumentError
+from servefit.frozen import frozen
 from servefit.model.spec import ModelSpec
 
 SPEC_CHOICES = ("none", "mtp", "nextn", "eagle", "eagle3", "standalone", "ngram")
@@ -23,7 +23,7 @@ RATIOS = (0.3, 0.5, 0.7, 1.5, 2.0)
 Variants = list[tuple[str, dict[str, Any]]]
 
 
-@dataclass(frozen=True)
+@frozen
 class FitSpace:
     catalogue: Catalogue
     fraction_grid: tuple[float, ...]

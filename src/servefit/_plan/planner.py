@@ -9,7 +9,7 @@ in them is a plan predicted to fail, never bad input.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +19,7 @@ from servefit.engines.base import Measured, MemoryInputs, Profile, ResolvedArgs,
 from servefit.engines.registry import select
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
 from servefit.evolve import evolve
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.cache import by_identity
 from servefit.model.quant import unknown_method_warning
@@ -26,7 +27,7 @@ from servefit.model.spec import ModelSpec
 from servefit.validate import MAX_GPUS, MAX_MIB, bounded_int, finite_float
 
 
-@dataclass(frozen=True)
+@frozen
 class PlanRequest:
     """Everything a plan depends on. `args` uses the engine's own dest names (tp_size, ...)."""
 

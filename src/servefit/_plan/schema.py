@@ -10,13 +10,14 @@ or converts a value when one is made, so callers pass what the annotations say (
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from servefit.frozen import frozen
 from servefit.records import Record
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class EngineRef(Record):
     name: str
     version: str  # the version asked for
@@ -24,7 +25,7 @@ class EngineRef(Record):
     note: str | None = None  # e.g. "sglang==0.5.18 has no profile; using the nearest, 0.5.23"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class ModelRef(Record):
     name: str
     architecture: str
@@ -35,7 +36,7 @@ class ModelRef(Record):
     params_billion: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class CpuNodeRef(Record):
     """vLLM's CPU platform: the NUMA node the worker binds, as the release reads it
     (engines/vllm/cpu_platform.py:node_memory); bytes. available_bytes is None where unknown."""
@@ -45,7 +46,7 @@ class CpuNodeRef(Record):
     available_bytes: int | None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class HardwareRef(Record):
     gpu: str
     num_gpus: int
@@ -58,7 +59,7 @@ class HardwareRef(Record):
     cpu_node: CpuNodeRef | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Change(Record):
     """A server arg the engine changes by itself, and why."""
 
@@ -69,7 +70,7 @@ class Change(Record):
     log: str | None = None  # the engine's own warning line, verbatim, if it prints one
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class PerRank(Record):
     """Memory of the most loaded rank, GiB."""
 
@@ -93,7 +94,7 @@ class PerRank(Record):
     activation_gib: float = 0.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Pools(Record):
     """Pool sizes on one rank. Bytes are per rank."""
 
@@ -124,7 +125,7 @@ class Pools(Record):
     max_concurrency: float | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Consumer(Record):
     """One memory consumer on a rank, with the formula that produced it."""
 
@@ -134,7 +135,7 @@ class Consumer(Record):
     flags: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(slots=True, kw_only=True)
 class Plan(Record):
     engine: EngineRef
     model: ModelRef

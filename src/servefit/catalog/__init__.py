@@ -12,16 +12,16 @@ servefit.model and summarised by report/catalogs.py.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from servefit.errors import ConfigError
+from servefit.frozen import frozen
 
 DATA = Path(__file__).parent / "data"
 KINDS = ("real", "derived", "defaults")
 
 
-@dataclass(frozen=True)
+@frozen
 class CatalogEntry:
     id: str
     file: str

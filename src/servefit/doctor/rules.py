@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from servefit.frozen import frozen
 
 Event = dict[str, Any]
 
@@ -93,7 +94,7 @@ _NUMERIC_GROUP = re.compile(r"\(\?P<(\w+)>(?:-\?)?(?:\[\\d|\\d)")
 _CONVERT_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError)
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     key: str | tuple[str, ...]  # literal text every matching line contains (one of them)
     pattern: re.Pattern[str]

@@ -26,13 +26,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
 from servefit.doctor import reader, sglang
 from servefit.doctor.accumulate import LaunchAcc
 from servefit.doctor.rules import GENERIC_RULES, Event, EventKind, Rule
+from servefit.frozen import frozen
 
 # the largest number a rule accepts (doctor/rules.py:Rule.event)
 _LIMIT = float(1 << 53)
@@ -214,7 +214,7 @@ _MIN_RUN = 4096  # bytes: shorter runs are not worth the regexes
 _IN_ORDER = frozenset({"throughput", "accept_len", "accept_rate"})
 
 
-@dataclass(frozen=True)
+@frozen
 class _Layout:
     """The run regex for one decode layout (or none), and where its values are in a row."""
 

@@ -35,12 +35,13 @@ from typing import Any, Protocol
 
 from servefit._plan.schema import Change, Consumer, PerRank, Pools
 from servefit.errors import HardwareError
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSet
 from servefit.model.spec import ModelSpec
 from servefit.validate import MAX_GIB, finite_float
 
 
-@dataclass(frozen=True)
+@frozen
 class Flag:
     """One engine CLI flag: its spellings, destination attribute and value type."""
 
@@ -51,7 +52,7 @@ class Flag:
     help: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class ParsedArgs:
     """What an engine's parser read from one argv, without stopping at the first problem."""
 
@@ -86,7 +87,7 @@ def by_dest(flags: tuple[Flag, ...]) -> dict[str, Flag]:
     return hit[1]
 
 
-@dataclass(frozen=True)
+@frozen
 class ResolvedArgs:
     """Server args after the engine's own resolution, plus what it changed and why."""
 
@@ -104,7 +105,7 @@ class ResolvedArgs:
         return self.values.get(key, default)
 
 
-@dataclass(frozen=True)
+@frozen
 class MemoryInputs:
     """Runtime memory figures, per rank, in GiB (the unit SGLang prints as GB).
 
@@ -121,7 +122,7 @@ class MemoryInputs:
     calibrated: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Measured:
     """Memory figures the user measured or imposes, per rank, GiB: --free-gib (free before
     weights, any engine), and a log's "free before weights" / "weights" (a calibrated plan)."""
@@ -144,7 +145,7 @@ class Measured:
         return self.free_before_gib is not None and self.weights_gib is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class ParallelSizes:
     """The launch's parallel layout as the engine reads it from its flags."""
 
@@ -156,7 +157,7 @@ class ParallelSizes:
     attn_tp: int  # ranks one attention layer's heads are split over
 
 
-@dataclass(frozen=True)
+@frozen
 class Sizing:
     """What an engine profile computes from memory: pools, per-rank breakdown, verdict."""
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from servefit.errors import ArgumentError
+from servefit.frozen import frozen
 
 __all__ = ["LaunchCommand", "parse_launch_command"]
 
@@ -49,7 +50,7 @@ _SGLANG_MODULES = {"sglang.launch_server"}
 _VLLM_MODULES = {"vllm.entrypoints.openai.api_server"}
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchCommand:
     engine: str  # "sglang" | "vllm"
     argv: list[str]  # the engine's own arguments, a --config FILE merged in
@@ -69,7 +70,7 @@ class LaunchCommand:
         return {**base, **self.env}
 
 
-@dataclass(frozen=True)
+@frozen
 class _Token:
     text: str
     op: bool = False  # an unquoted shell operator (separator or redirection)

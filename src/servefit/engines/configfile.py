@@ -30,11 +30,11 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.base import Flag, Profile
 from servefit.errors import ArgumentError, EngineRejection
+from servefit.frozen import frozen
 
 __all__ = ["ConfigRejection", "MergedConfig", "ignored_config", "merge_config"]
 
@@ -51,7 +51,7 @@ class ConfigRejection(EngineRejection):
     hints: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class MergedConfig:
     argv: list[str]  # the engine's arguments once the file is merged in, secret values masked
     path: str  # the file as the command names it

@@ -16,10 +16,10 @@ entry hides them all.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from servefit.errors import EngineRejection
+from servefit.frozen import frozen
 
 if TYPE_CHECKING:  # NVML's records only with --gpu local: a named GPU never imports them
     from servefit.hardware.nvml import LocalGPU
@@ -44,7 +44,7 @@ class DeviceRejection(EngineRejection):
     hints: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Visible:
     """What torch makes of the visibility variables: `shown` is the deciding assignment as
     written, `entries` the ordinals (or UUID prefixes) it keeps, in order."""

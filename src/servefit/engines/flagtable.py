@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from servefit.engines.base import Flag, ParsedArgs
 from servefit.errors import EngineVersionError
+from servefit.frozen import frozen
 from servefit.packagedata import package_dir
 
 __all__ = [
@@ -54,7 +54,7 @@ class BadValue(ValueError):
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class FlagTables:
     """Where one engine keeps its per-release flag tables, and how errors name the engine."""
 

@@ -13,9 +13,9 @@ predicted failure in plan, and never searched, suggested or counted by fix, expl
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
 
 from servefit.errors import EngineRejection
+from servefit.frozen import frozen
 from servefit.model.cache import by_identity
 from servefit.model.layers import GatedDeltaNet, Layer
 from servefit.model.spec import ModelSpec
@@ -63,7 +63,7 @@ def pad_to(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple
 
 
-@dataclass(frozen=True)
+@frozen
 class GDNDims:
     """A Gated DeltaNet layer's projection sizes (qwen3_next.py / qwen3_5.py)."""
 

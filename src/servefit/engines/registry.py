@@ -28,6 +28,7 @@ from servefit._plan.schema import EngineRef
 from servefit.didyoumean import hint
 from servefit.engines.base import LogFeature, Profile
 from servefit.errors import EngineVersionError, ServefitError
+from servefit.frozen import frozen
 from servefit.model.spec import ModelSpec
 
 # release -> profile id. Post releases are releases of their own ("0.5.10.post1").
@@ -339,7 +340,7 @@ def _example() -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class LogMatch:
     profile: str  # the profile to re-plan the launch with
     family: str  # "<engine>-<profile>", or "<engine>-before-<oldest>" for older formats

@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from servefit.frozen import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Remedy:
     """One failure class the engine names, and the change that removes it."""
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
 from servefit.errors import HardwareError
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSpec
 from servefit.packagedata import package_dir
 
@@ -19,7 +19,7 @@ from servefit.packagedata import package_dir
 _NOISE = {"nvidia", "amd", "instinct", "geforce", "tesla", "graphics"}
 
 
-@dataclass(frozen=True)
+@frozen
 class CatalogEntry:
     """One catalog row: the spec plus where its figures come from."""
 

@@ -21,10 +21,10 @@ NUMA machine), and on some VMs it changes while the machine runs: a plan reads i
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from servefit.errors import HardwareError
+from servefit.frozen import frozen
 from servefit.hardware.host import HostMemory, NodeMeminfo
 from servefit.hardware.spec import GPUSpec
 
@@ -35,7 +35,7 @@ NODE_DIR = "sys/devices/system/node"
 CGROUP_V1_UNLIMITED = 1 << 62
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuFacts:
     name: str
     flags: frozenset[str]

@@ -3,10 +3,10 @@ by GPUSpec.host, interpreted per release by engines/vllm/cpu_platform.py:node_me
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from servefit.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeMeminfo:
     """One /sys/devices/system/node/nodeN/meminfo, in bytes (the file's kB x 1024)."""
 
@@ -22,7 +22,7 @@ class NodeMeminfo:
         return self.free + self.active_file + self.inactive_file + self.reclaimable
 
 
-@dataclass(frozen=True)
+@frozen
 class HostMemory:
     """The memory facts of the node vLLM's CPU worker binds, as read now.
 

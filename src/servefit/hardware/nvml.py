@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSpec
 
 _MIB = 1 << 20
@@ -19,7 +19,7 @@ _MIB = 1 << 20
 _NOT_AVAILABLE = (1 << 64) - 1
 
 
-@dataclass(frozen=True)
+@frozen
 class GPUProcess:
     """A process holding memory on a GPU. used_mib is None where the driver hides it
     (containers without the host PID namespace, Windows WDDM)."""
@@ -29,7 +29,7 @@ class GPUProcess:
     used_mib: int | None
 
 
-@dataclass(frozen=True)
+@frozen
 class LocalGPU:
     index: int
     name: str
@@ -41,7 +41,7 @@ class LocalGPU:
     note: str | None = None  # a per-device query that failed
 
 
-@dataclass(frozen=True)
+@frozen
 class LocalGPUs:
     """The GPUs NVML sees. Empty with a `reason` when it cannot be asked."""
 

@@ -16,11 +16,11 @@ source; docs/gpus.md has the fit table with the residual per log.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, TypedDict
 
 from servefit.errors import ArgumentError, EngineVersionError, HardwareError
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSet, GPUSpec
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ CUSTOM_AR_MIB = 24.0
 CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
 
 
-@dataclass(frozen=True)
+@frozen
 class PreloadBreakdown:
     """The components of the pre-load free memory of one rank, MiB."""
 

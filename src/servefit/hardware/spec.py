@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from servefit.frozen import frozen
 from servefit.hardware.host import HostMemory
 
 
-@dataclass(frozen=True)
+@frozen
 class GPUSpec:
     """One GPU model.
 
@@ -44,7 +43,7 @@ class GPUSpec:
         return replace(self, memory_mib=memory_mib, host=None)
 
 
-@dataclass(frozen=True)
+@frozen
 class GPUSet:
     """The GPUs an engine instance runs on (one kind; count = world size on this node)."""
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from servefit.engines.secretflags import KEY_ENV
 from servefit.errors import ServefitError
+from servefit.frozen import frozen
 from servefit.launch.schema import Check
 from servefit.redact import Redactor, mask
 
@@ -32,7 +32,7 @@ from servefit.redact import Redactor, mask
 _LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
-@dataclass(frozen=True)
+@frozen
 class ServerKey:
     """The key the probes send, and where it came from."""
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from servefit.errors import ArgumentError
+from servefit.frozen import frozen
 
 ENGINES = ("sglang", "vllm")
 DEFAULT_HOST = {"sglang": "127.0.0.1", "vllm": "0.0.0.0"}
@@ -33,7 +34,7 @@ _VLLM_WORLD_FLAGS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineLaunch:
     """One engine launch, ready to execute."""
 

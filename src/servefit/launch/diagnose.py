@@ -8,16 +8,16 @@ launch's output by mistake, the trap of the user's report.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 
+from servefit.frozen import frozen
 from servefit.launch.rundir import RunDir
 from servefit.launch.schema import SUPERVISOR_STOPS, RunRecord
 
 TAIL_LINES = 40
 
 
-@dataclass(frozen=True)
+@frozen
 class Diagnosis:
     summary: str  # one or two lines for run.json and the terminal
     text: str  # the whole diagnosis (diagnosis.txt)

@@ -13,14 +13,14 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from servefit.frozen import frozen
 from servefit.launch.schema import STAGES, EngineFacts
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
 
 
-@dataclass(frozen=True)
+@frozen
 class _Rule:
     pattern: re.Pattern[str]
     stage: str | None  # the stage this line starts, if any

@@ -15,15 +15,16 @@ reported as `refused`, not as a server that is not ready.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from servefit.frozen import frozen
 
 # A request any chat model can answer in a few tokens; max_tokens keeps it cheap on a slow start.
 CHAT_PROMPT = "Reply with the single word: ready"
 CHAT_MAX_TOKENS = 8
 
 
-@dataclass(frozen=True)
+@frozen
 class ProbeResult:
     ok: bool
     step: str  # health | models | chat

@@ -8,7 +8,6 @@ file) each stage and each number is printed once, as a line, when it first appea
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, Group
@@ -16,12 +15,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from servefit.frozen import frozen
 from servefit.launch.schema import STAGES, STATE_LABEL, Check, EngineFacts, RunRecord
 
 _ICON = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]", "skip": "[dim]-[/]"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Comparison:
     label: str
     actual: float

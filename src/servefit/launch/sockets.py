@@ -17,8 +17,8 @@ import os
 import socket
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from servefit.frozen import frozen
 from servefit.launch import procs
 
 _TABLES = (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6))
@@ -26,14 +26,14 @@ _LISTEN = "0A"  # TCP_LISTEN in include/net/tcp_states.h
 _WILDCARDS = frozenset({"0.0.0.0", "::"})
 
 
-@dataclass(frozen=True)
+@frozen
 class Listener:
     address: str  # as inet_ntop writes it: "127.0.0.1", "::", "::ffff:127.0.0.1"
     port: int
     inode: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Owner:
     """Who holds the sockets a probe of host:port can reach."""
 

@@ -25,13 +25,12 @@ FFN kinds: "mlp", "moe", "auto" (dense or MoE by the config's MoE layer rules), 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from servefit.errors import ConfigError, UnsupportedModelError
+from servefit.frozen import frozen
 from servefit.model.fields import MAX_LAYERS, Fields
 
 
-@dataclass(frozen=True)
+@frozen
 class LayerKind:
     mixer: str | None
     ffn: str | None = "auto"

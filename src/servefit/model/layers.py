@@ -11,9 +11,10 @@ The recurrent state shapes follow SGLang's `sglang/srt/configs/mamba_utils.py`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from math import prod
+
+from servefit.frozen import frozen
 
 
 def _divide(n: int, d: int) -> int:
@@ -25,7 +26,7 @@ def _divide(n: int, d: int) -> int:
     return n // d
 
 
-@dataclass(frozen=True)
+@frozen
 class FullAttention:
     """Softmax attention with a KV cache (MHA or GQA)."""
 
@@ -47,7 +48,7 @@ class FullAttention:
         return self.kv_heads_per_rank(attn_tp) * (self.head_dim + self.v_head_dim)
 
 
-@dataclass(frozen=True)
+@frozen
 class SlidingWindowAttention(FullAttention):
     """Attention restricted to a window; engines may give it a smaller pool."""
 
@@ -56,7 +57,7 @@ class SlidingWindowAttention(FullAttention):
     kind = "sliding_window"
 
 
-@dataclass(frozen=True)
+@frozen
 class MLA:
     """Multi-head latent attention (DeepSeek, Kimi): one compressed latent per token, not TP-split."""
 
@@ -75,7 +76,7 @@ class MLA:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
-@dataclass(frozen=True)
+@frozen
 class StateShapes:
     """Per-layer, per-request recurrent state shapes on one rank (elements)."""
 
@@ -94,7 +95,7 @@ class StateShapes:
         return self.conv_elems * conv_bytes + self.temporal_elems * ssm_bytes
 
 
-@dataclass(frozen=True)
+@frozen
 class Mamba2:
     """Mamba2 SSM mixer (Nemotron-H, Granite-4.0-H, Falcon-H1, Bamba, Zamba2)."""
 
@@ -121,7 +122,7 @@ class Mamba2:
         return StateShapes(conv=(conv,), temporal=temporal)
 
 
-@dataclass(frozen=True)
+@frozen
 class GatedDeltaNet(Mamba2):
     """Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5/3.6).
 
@@ -147,7 +148,7 @@ class GatedDeltaNet(Mamba2):
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class KDA:
     """Kimi Delta Attention (Kimi-Linear)."""
 
@@ -168,7 +169,7 @@ class KDA:
         return StateShapes(conv=conv, temporal=temporal)
 
 
-@dataclass(frozen=True)
+@frozen
 class ShortConv:
     """LFM2 gated short convolution: a conv window only, no SSM state."""
 
@@ -185,7 +186,7 @@ class ShortConv:
         return StateShapes(conv=((_divide(self.hidden_size, tp), self.l_cache - 1),), temporal=())
 
 
-@dataclass(frozen=True)
+@frozen
 class LightningAttention:
     """MiniMax lightning (linear) attention: a (heads, d, d) state per request."""
 
@@ -209,13 +210,13 @@ Mixer = AttentionMixer | RecurrentMixer
 RECURRENT_KINDS = ("gated_deltanet", "mamba2", "kda", "short_conv", "lightning")
 
 
-@dataclass(frozen=True)
+@frozen
 class DenseMLP:
     intermediate_size: int
     kind = "mlp"
 
 
-@dataclass(frozen=True)
+@frozen
 class MoE:
     num_experts: int
     experts_per_token: int
@@ -228,7 +229,7 @@ class MoE:
 FFN = DenseMLP | MoE | None
 
 
-@dataclass(frozen=True)
+@frozen
 class Layer:
     """One decoder layer: a token mixer and (optionally) a feed-forward block."""
 

@@ -28,9 +28,9 @@ NemotronHConfig.num_hidden_layers is a property of the pattern) and for SGLang f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from servefit.frozen import frozen
 from servefit.model.fields import Fields
 from servefit.model.layer_plan import GDN_FAMILIES, LayerKind
 from servefit.model.readers import (
@@ -76,7 +76,7 @@ _REMAP_519 = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class _Transformers:
     """How one transformers release validates `layer_types` (its configuration_utils.py)."""
 

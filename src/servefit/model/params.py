@@ -18,10 +18,10 @@ Shapes follow the SGLang model files (cited per mixer). Parts:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import ceil, prod
 from typing import Any
 
+from servefit.frozen import frozen
 from servefit.model.fields import Fields, as_int
 from servefit.model.layers import (
     KDA,
@@ -40,7 +40,7 @@ from servefit.model.spec import ModelSpec, ParamCount
 PARTS = ("embedding", "lm_head", "attention", "dense_ffn", "experts", "norms", "vision", "mtp")
 
 
-@dataclass(frozen=True)
+@frozen
 class Tensor:
     """One logical weight (or `count` identical ones, e.g. routed experts).
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from dataclasses import dataclass
 from math import ceil
 from typing import Any
 
+from servefit.frozen import frozen
 from servefit.model.fields import Fields
 from servefit.model.quant_checks import engine_block, unreadable
 from servefit.model.spec import QuantSpec
@@ -30,7 +30,7 @@ from servefit.model.spec import QuantSpec
 QUANTIZABLE_ROLES = ("linear", "expert")
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightFormat:
     """Storage of one quantized matrix.
 

@@ -18,7 +18,8 @@ names the readers it runs (engines/sglang/profile.py:config_readers, the vLLM re
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+
+from servefit.frozen import frozen
 
 
 def transformers(version: str) -> str:
@@ -49,7 +50,7 @@ GPTQ_AWQ_CLASSIC = "gptq-awq-classic"
 VLLM_QUANT_0_33 = "vllm-0.33-quant"
 
 
-@dataclass(frozen=True)
+@frozen
 class ConfigIssue:
     """One field of a config the engines read differently or refuse.
 

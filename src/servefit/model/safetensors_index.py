@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 from typing import Any
 
 from servefit.errors import ConfigError
+from servefit.frozen import frozen
 from servefit.validate import load_json, os_error, read_json_file, readable_file
 
 _MAX_HEADER = 256 << 20  # real headers are a few MB at most
@@ -50,7 +50,7 @@ DTYPE_BITS = {
 _NUMBERED = re.compile(r"^(?P<stem>.*)-(?P<i>\d+)-of-(?P<n>\d+)\.safetensors$")
 
 
-@dataclass(frozen=True)
+@frozen
 class StoredTensor:
     name: str
     dtype: str

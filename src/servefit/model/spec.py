@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any
 
+from servefit.frozen import frozen
 from servefit.model.layers import (
     RECURRENT_KINDS,
     AttentionMixer,
@@ -16,7 +17,7 @@ from servefit.model.layers import (
 from servefit.model.readers import ConfigIssue, config_notes
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantSpec:
     """How the checkpoint stores its linear weights.
 
@@ -34,7 +35,7 @@ class QuantSpec:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class ParamCount:
     """Parameter counts by part, as stored in the checkpoint (elements, not bytes)."""
 
@@ -61,7 +62,7 @@ class ParamCount:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelSpec:
     """A model as the planners see it: layers, dimensions, dtype, quantization, parameters."""
 

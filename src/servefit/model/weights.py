@@ -26,11 +26,12 @@ tensor sizes are used instead of the estimate, sharded by name with the same rul
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from math import ceil
 from pathlib import Path
 
 from servefit.errors import ArgumentError
+from servefit.frozen import frozen
 from servefit.model.params import PARTS, Tensor, tensors
 from servefit.model.quant import QuantPolicy
 from servefit.model.safetensors_index import StoredTensor, read_checkpoint
@@ -40,7 +41,7 @@ from servefit.units import DTYPE_BYTES, GiB
 _VOCAB_PAD = 64  # vocab_parallel_embedding.py:DEFAULT_VOCAB_PADDING_SIZE
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightBreakdown:
     """Weight bytes of the most loaded rank (target model, and the MTP draft if asked)."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +12,7 @@ from servefit import catalog
 from servefit.catalog import CatalogEntry
 from servefit.engines import registry
 from servefit.errors import ServefitError
+from servefit.frozen import frozen
 from servefit.report.console import make_console
 from servefit.report.grid import Col, Grid
 
@@ -126,7 +127,7 @@ _ABBREV = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelSummary:
     """A bundled config as the planner reads it: architecture, layers by kind, parameters."""
 

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
+from servefit.frozen import frozen
+
 GAP = 2  # spaces between columns
 INDENT = 4  # under/stacked lines
 UNDER_MIN = 32  # an `under` column squeezed narrower than this moves below its row
 
 
-@dataclass(frozen=True)
+@frozen
 class Col:
     header: str
     right: bool = False  # numbers: right-aligned
@@ -31,13 +33,13 @@ class Col:
     label: str | None = None  # shown before the text when it moved below the row (default: header)
 
 
-@dataclass(frozen=True)
+@frozen
 class Cell:
     text: str
     style: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Row:
     cells: tuple[Cell, ...]
     style: str = ""
@@ -256,7 +258,7 @@ def _done(out: Text) -> Text:
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Para:
     """A paragraph wrapped at spaces with a hanging indent: `prefix` on the first line, the
     continuation lines indented by `indent` (never a fold inside a word or a number)."""

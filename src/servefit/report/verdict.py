@@ -12,7 +12,6 @@ starts is degraded when
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from rich.console import Group
@@ -21,6 +20,7 @@ from servefit._explain.catalogue import catalogue_for
 from servefit._explain.outcome import outcome
 from servefit._explain.schema import Outcome
 from servefit._plan.schema import Plan
+from servefit.frozen import frozen
 from servefit.report.grid import Para
 
 Status = Literal["fails", "degraded", "starts"]
@@ -28,7 +28,7 @@ STYLE = {"fails": "bold red", "degraded": "bold yellow", "starts": "bold green"}
 WORDS = {"fails": "FAILS", "degraded": "STARTS BUT DEGRADED", "starts": "STARTS"}
 
 
-@dataclass(frozen=True)
+@frozen
 class Verdict:
     status: Status
     headline: str  # the rest of the first line
@@ -44,7 +44,7 @@ class Verdict:
         return f"{WORDS[self.status]}: {self.headline}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Floor:
     gib: float  # the headroom a launch must leave
     means: str  # what the headroom is for, in words

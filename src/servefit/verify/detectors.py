@@ -18,7 +18,8 @@ texts there trigger within a few hundred characters.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from servefit.frozen import frozen
 
 MIN_COVER_CHARS = 160  # a repeating tail shorter than this is never called a loop
 MIN_REPEATS = 3.0  # ... nor one whose unit repeats fewer times
@@ -42,7 +43,7 @@ def tokenize_words(text: str) -> list[str]:
     return _WORD_RE.findall(text)
 
 
-@dataclass(frozen=True)
+@frozen
 class TailRepeat:
     """The longest periodic tail: `unit` repeated `repeats` times over `covered` chars."""
 
@@ -55,7 +56,7 @@ class TailRepeat:
         return self.covered / self.period
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """What the detectors concluded about a text."""
 

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from servefit.frozen import frozen
 
 _SHOW = 120
 
 
-@dataclass(frozen=True)
+@frozen
 class ListedModel:
     """One entry of `/v1/models`, with the fields identity and request sizing read."""
 

@@ -15,14 +15,13 @@ TP, model, quantization) do not describe it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSpec
 from servefit.model.spec import ModelSpec
 from servefit.units import DTYPE_BYTES, GiB
 
 
-@dataclass(frozen=True)
+@frozen
 class DecodeBound:
     """The bound and the bytes behind it (per TP rank, per decode/verify step)."""
 

@@ -20,15 +20,16 @@ draft acceptance rate (accepted draft tokens / proposed draft tokens, bonus excl
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from servefit.frozen import frozen
 
 _SAMPLE_RE = re.compile(
     r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)"
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class SpecStats:
     """Speculative decoding as the server reports it."""
 

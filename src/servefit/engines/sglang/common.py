@@ -7,12 +7,12 @@ version module. Citations are paths inside the wheels (`pip download --no-deps s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from servefit._plan.schema import Consumer
 from servefit.errors import EngineRejection
+from servefit.frozen import frozen
 from servefit.model.cache import by_identity
 from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
@@ -177,7 +177,7 @@ def vlm_adjusted_fraction(
     return mem_fraction_static * (0.95 * factor)
 
 
-@dataclass(frozen=True)
+@frozen
 class StateCost:
     """Recurrent state bytes per request on one rank (BaseLinearStateParams.mamba_cache_per_req)."""
 

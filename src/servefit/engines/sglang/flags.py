@@ -35,7 +35,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.base import Flag
@@ -51,6 +50,7 @@ from servefit.engines.flagtable import (
     index_flags,
     match_option,
 )
+from servefit.frozen import frozen
 
 __all__ = [
     "EngineFlag",
@@ -63,7 +63,7 @@ __all__ = [
 _TABLES = FlagTables(package=__package__, engine="SGLang", article="an", example="0.5.9")
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineFlag(Flag):
     """A `Flag` plus what the engine's argparse action needs to read it faithfully.
 

@@ -10,8 +10,6 @@ attention, tp for MLPs and the embedding, tp / ep for the experts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from servefit.engines.base import ParallelSizes
 from servefit.engines.layout import (
     GDNDims,
@@ -31,6 +29,7 @@ from servefit.engines.layout import (
     vision_heads,
 )
 from servefit.errors import EngineRejection
+from servefit.frozen import frozen
 from servefit.model.layers import (
     KDA,
     MLA,
@@ -48,7 +47,7 @@ LINEAR = "sglang/srt/layers/linear.py"
 MODELS = "sglang/srt/models"
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutRules:
     """What a release checks its own way (defaults: the newest release's code)."""
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
+from servefit.frozen import frozen
 from servefit.model.cache import by_identity
 from servefit.model.layers import MLA, FullAttention, SlidingWindowAttention
 from servefit.model.spec import ModelSpec
@@ -148,7 +148,7 @@ def divide(n: int, d: int, what: str) -> int:
     return n // d
 
 
-@dataclass(frozen=True)
+@frozen
 class StateTensor:
     shape: tuple[int, ...]
     dtype: str
@@ -228,7 +228,7 @@ def capture_sizes(v: dict[str, Any], max_graph_size: int) -> list[int]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Grouping:
     """How the layers are packed into KV cache groups of `group_size` layers each."""
 

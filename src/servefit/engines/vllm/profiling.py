@@ -22,8 +22,7 @@ allocates, and constants fitted to the ground-truth logs (docs/engines/vllm-0.24
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from servefit.frozen import frozen
 from servefit.model.cache import by_identity
 from servefit.model.layers import DenseMLP, MoE
 from servefit.model.spec import ModelSpec
@@ -47,7 +46,7 @@ CUDAGRAPH_FIRST_GIB = 0.36
 MAX_IMAGE_TOKENS = 16384
 
 
-@dataclass(frozen=True)
+@frozen
 class NonKV:
     """The non-KV memory of one rank, GiB, and its parts."""
 

@@ -18,7 +18,6 @@ later profile's rules.py), each rule citing its own source. Paths are inside the
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from servefit._plan.schema import Change
@@ -26,6 +25,7 @@ from servefit.engines.base import ResolvedArgs
 from servefit.engines.vllm import common, cpu_platform
 from servefit.engines.vllm.device import is_cpu
 from servefit.errors import ArgumentError, EngineRejection
+from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSet
 from servefit.model.cache import by_identity
 from servefit.model.layers import MoE
@@ -38,7 +38,7 @@ KV_DTYPES = {"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_
 FULL_MODES = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "FULL")
 
 
-@dataclass(frozen=True)
+@frozen
 class KVLayout:
     """Per-rank KV cache specs after page unification (one attention page == one Mamba page)."""
 

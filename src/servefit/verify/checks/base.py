@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from servefit.frozen import frozen
 from servefit.verify.client import EndpointClient
 from servefit.verify.result import CheckResult, Status
 
@@ -15,7 +16,7 @@ from servefit.verify.result import CheckResult, Status
 PROMPT_TEMPLATE_TOKENS = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class RooflineInputs:
     """What the bandwidth bound needs: a model config, a GPU, the TP size."""
 
@@ -24,7 +25,7 @@ class RooflineInputs:
     tp: int | None = None  # None: the server's tp_size when it reports one, else 1
 
 
-@dataclass(frozen=True)
+@frozen
 class VerifyOptions:
     """Knobs of a verify run; the defaults suit a real deployment."""
 
@@ -112,7 +113,7 @@ def result(
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class Check:
     """A named check: `run` returns its result, raising EndpointError on a failed request."""
 

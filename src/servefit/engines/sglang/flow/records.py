@@ -3,19 +3,19 @@ prints them). All per rank; GiB unless named *_bytes or counted in tokens / slot
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from servefit.engines.base import MemoryInputs
 from servefit.engines.sglang import common
 from servefit.engines.sglang.common import gib
+from servefit.frozen import frozen
 from servefit.model.spec import ModelSpec
 
 if TYPE_CHECKING:
     from servefit.engines.sglang.flow.swa import Geometry, Split
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """What one rank holds of the model, as the pool configurator sees it
     (pool_configurator.py:DefaultPoolConfigurator.__init__)."""
@@ -35,7 +35,7 @@ class Layout:
     cost: common.StateCost | None  # recurrent state per request (None: no recurrent layers)
 
 
-@dataclass(frozen=True)
+@frozen
 class Budget:
     """_profile_available_bytes and _handle_max_mamba_cache: the memory split before the KV pool."""
 
@@ -55,7 +55,7 @@ class Budget:
     error_kind: str | None = None  # "budget" | "mamba"
 
 
-@dataclass(frozen=True)
+@frozen
 class Tokens:
     """The KV pool's token count (calculate_pool_sizes, _apply_token_constraints)."""
 
@@ -68,7 +68,7 @@ class Tokens:
     logs: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Requests:
     """KVCacheConfigurator.resolve_max_num_reqs."""
 
@@ -79,7 +79,7 @@ class Requests:
     logs: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@frozen
 class Allocations:
     """Bytes each pool allocates (mem_cache/memory_pool.py)."""
 
@@ -106,7 +106,7 @@ class Allocations:
         return self.kv + self.mamba + self.iss + self.icw + self.req_to_token
 
 
-@dataclass(frozen=True)
+@frozen
 class Pass:
     """One sizing pass from the resolved args to what the pools allocate."""
 

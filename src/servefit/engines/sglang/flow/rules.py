@@ -12,14 +12,15 @@ only where it differs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from servefit.engines.base import LogFeature
 from servefit.engines.sglang.layout import LayoutRules
+from servefit.frozen import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Rules:
     """One SGLang release's answers to the shared flow (see the module docstring)."""
 

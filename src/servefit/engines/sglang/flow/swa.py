@@ -19,6 +19,7 @@ from servefit.engines.sglang import common
 from servefit.engines.sglang.common import f2, gib
 from servefit.engines.sglang.flow.rules import Rules
 from servefit.errors import ConfigError
+from servefit.frozen import frozen
 from servefit.model.layers import MLA
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
@@ -75,7 +76,7 @@ def is_hybrid_swa(model: ModelSpec, v: dict[str, Any]) -> bool:
     return is_hybrid_swa_model(model) and not v.get("disable_hybrid_swa_memory")
 
 
-@dataclass(frozen=True)
+@frozen
 class Geometry:
     """One rank's hybrid SWA layout. *_per_token: the configurator's bytes per token of one layer
     (HybridSWAPoolConfigurator._full_per_token / _swa_per_token); *_k / *_v: what SWAKVPool's
