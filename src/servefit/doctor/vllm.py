@@ -417,8 +417,9 @@ RULES: tuple[Rule, ...] = (
     ),
     rule(
         # the key is the message's tail: "Worker " starts every line of a V1 worker process
-        # ("(Worker pid=29292) INFO ..."), which would send each of them to the rules
-        " died, exit code: ",
+        # ("(Worker pid=29292) INFO ..."), which would send each of them to the rules; no
+        # leading space: the filter's search stops at every character a key starts with
+        "died, exit code: ",
         r"Worker (?P<proc>.+?) pid (?P<pid>\d+) died, exit code: (?P<code>-?\d+)",
         "exit",
         V,
