@@ -190,7 +190,7 @@ _QUERY_SECRET_NAME = re.compile(
     r"|session|jwt|(?:^|[-_.])sig$"
 )
 # Cheap test before _QUERY runs: a parameter separator followed by a name and `=`.
-_QUERY_HINT = r"[?&;][A-Za-z0-9_.%\[\]-]{1,64}="
+_QUERY_HINT = re.compile(r"[?&;][A-Za-z0-9_.%\[\]-]{1,64}=")
 
 
 def _mask_quoted(raw: str) -> str:
@@ -292,20 +292,31 @@ class Redactor:
     # ---- redacting
 
     @functools.cached_property
-    def _trigger(self) -> re.Pattern[str]:
+    def _trigger_words(self) -> tuple[str, ...]:
         """Every word one of text()'s rules looks for: a line with none of them (most lines of
-        a log) is returned at once, at the cost of one regex search."""
+        a log) is returned at once."""
         words = {*self.values, "@", "hf_", "earer", "EARER", "asic", *self.flags.names}
         words |= {"TOKEN", "KEY", "SECRET", "PASSW", "CREDENTIAL"}  # _ENV_HINT
         if self.flags.options:
             words.add("--")
-        alts = [re.escape(w) for w in sorted(words, key=lambda w: -len(w))]
-        return re.compile("|".join([*alts, _QUERY_HINT]))
+        return tuple(sorted(words))
+
+    def _triggered(self, text: str) -> bool:
+        """Whether any rule of text() could apply. Substring tests, not one regex of the words:
+        CPython's `in` skips through a line by its last character, where a regex tries its
+        alternatives at every 'a', 'e' or 's' (3 us a log line instead of 14, on the doctor's
+        real logs; a third of its time per line read)."""
+        for word in self._trigger_words:
+            if word in text:
+                return True
+        return ("?" in text or "&" in text or ";" in text) and _QUERY_HINT.search(
+            text
+        ) is not None
 
     def text(self, text: str) -> str:
         """Any text: known values, URL credentials, bearer tokens, `name=value` of secret
         argument and variable names, and the values of secret options."""
-        if not text or not self._trigger.search(text):
+        if not text or not self._triggered(text):
             return text
         for value in self.values:
             if value in text:

@@ -33,6 +33,7 @@ from servefit.doctor import reader, sglang
 from servefit.doctor.accumulate import LaunchAcc
 from servefit.doctor.rules import GENERIC_RULES, Event, EventKind, Rule
 from servefit.frozen import frozen
+from servefit.trie import trie_regex
 
 # the largest number a rule accepts (doctor/rules.py:Rule.event)
 _LIMIT = float(1 << 53)
@@ -140,7 +141,7 @@ SERVING_KEYS: frozenset[bytes | str] = frozenset(_READERS)
 # every other key of the reader's filter: where a run of serving lines ends
 _OTHER_WORDS = tuple(k.encode() for k in reader.FILTER_WORDS if k.encode() not in _READERS)
 assert not any(b"\n" in w for w in _OTHER_WORDS), "a key spans lines"
-_OTHER = re.compile(reader.trie_regex([w.decode() for w in _OTHER_WORDS]).encode())
+_OTHER = re.compile(trie_regex([w.decode() for w in _OTHER_WORDS]).encode())
 _SAMPLE = 1 << 16  # bytes of serving lines that choose _OtherKeys' marks
 _RARE = 8  # a mark byte comes in fewer than one line in _RARE of the sample
 
