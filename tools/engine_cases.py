@@ -100,6 +100,23 @@ def _failure_cases() -> list[EngineCase]:
     return cases
 
 
+def _dtype_cases() -> list[EngineCase]:
+    # --dtype other than the checkpoint's (bfloat16): the weights, the KV cache and the Mamba
+    # conv state at "auto" take it (vllm/config/model.py:_get_and_verify_dtype)
+    cases = []
+    for release, model, dtype in (("0.32.0", "qwen3-tiny", "float32"),
+                                  ("0.32.0", "qwen35-tiny", "float32"),
+                                  ("0.32.0", "qwen3next-tiny", "float16"),
+                                  ("0.24.0", "qwen3-tiny", "float32")):
+        tag = release.replace(".", "")
+        cases.append(EngineCase(
+            f"v{tag}-{model.removesuffix('-tiny')}-{dtype}-bytes300m", release, model,
+            (*MODEL_FLAGS[model], "--max-model-len", str(MAX_MODEL_LEN), "--dtype", dtype,
+             "--no-enable-prefix-caching", "--kv-cache-memory-bytes", str(KV_BYTES)),
+            note=f"--dtype {dtype} on a bfloat16 checkpoint"))
+    return cases
+
+
 def _launch_cases() -> list[EngineCase]:
     # Started through `servefit launch` by the real-engine suite; a context of 512 tokens is
     # shorter than verify's default 1024-token prompts (their max_tokens must be clamped).
@@ -110,4 +127,4 @@ def _launch_cases() -> list[EngineCase]:
 
 
 CASES: dict[str, EngineCase] = {
-    c.name: c for c in _ready_cases() + _failure_cases() + _launch_cases()}
+    c.name: c for c in _ready_cases() + _failure_cases() + _dtype_cases() + _launch_cases()}

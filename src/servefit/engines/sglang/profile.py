@@ -21,13 +21,17 @@ from servefit.engines.base import (
     ParallelSizes,
     Profile,
     ResolveArgs,
+    ResolvedArgs,
     SizePools,
 )
+from servefit.engines.dtypes import memory_as_loaded, sized_as_loaded, with_dtype
 from servefit.engines.flagtable import read_architectures
 from servefit.engines.sglang.common import pp_indices
+from servefit.engines.sglang.dtype import resolve_dtype
 from servefit.engines.sglang.flags import load_flags, parse_argv
 from servefit.engines.sglang.layout import LayoutRules, check_layout
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
+from servefit.evolve import evolve
 from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
 from servefit.model import readers
@@ -67,10 +71,12 @@ def declare(
     check_config: Callable[[ModelSpec], None] | None = None,
     layout: LayoutRules | None = None,
     config_readers: frozenset[str] = frozenset(),
+    dtype_cast_logged: bool = False,
 ) -> Profile:
     """The Profile of SGLang `version`, whose package provides its resolution and sizing;
     `check_config`: a config the release cannot load (EngineRejection), checked with the
-    architecture before anything is resolved."""
+    architecture before anything is resolved; `dtype_cast_logged`: the release prints
+    _get_and_verify_dtype's cast line at the default log level (engines/sglang/dtype.py)."""
     renamed = dict(renames or {})
     flags = load_flags(version)
     archs = read_architectures(__package__, version)
@@ -91,14 +97,31 @@ def declare(
             layout or LayoutRules(),
             config_readers,
         ),
-        resolve_args=resolve_args,
-        memory_inputs=memory_inputs,
-        size_pools=size_pools,
+        resolve_args=_resolved_in_loaded_dtype(resolve_args, dtype_cast_logged),
+        memory_inputs=memory_as_loaded(memory_inputs),
+        size_pools=sized_as_loaded(size_pools),
         pool_shape=pool_shape,
         renames=renamed,
         hidden_args=frozenset({"cuda_graph_bs"}),  # the capture list, kept for sizing
         config_readers=config_readers,
     )
+
+
+def _resolved_in_loaded_dtype(resolve_args: ResolveArgs, cast_logged: bool) -> ResolveArgs:
+    """ModelConfig resolves the dtype before anything reads the model (engines/sglang/dtype.py):
+    the release's resolution sees the model as loaded; the dtype is kept as "_model_dtype"."""
+
+    def resolve(
+        model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str]
+    ) -> ResolvedArgs:
+        dtype, log = resolve_dtype(model, user_args)
+        resolved = resolve_args(with_dtype(model, dtype), gpus, user_args, env)
+        if log is None:
+            return resolved
+        logs = (log, *resolved.log_lines) if cast_logged else resolved.log_lines
+        return evolve(resolved, values={**resolved.values, "_model_dtype": dtype}, log_lines=logs)
+
+    return resolve
 
 
 def pool_shape(v: dict[str, Any]) -> tuple[int, int]:

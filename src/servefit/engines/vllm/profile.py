@@ -21,6 +21,7 @@ from servefit.engines.base import (
     ResolvedArgs,
     Sizing,
 )
+from servefit.engines.dtypes import memory_as_loaded, sized_as_loaded
 from servefit.engines.flagtable import read_architectures
 from servefit.engines.vllm import common, planning, resolve
 from servefit.engines.vllm.flags import load_flags, parse_argv
@@ -84,8 +85,8 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         check_model=partial(check_model, archs, layout, rules.CONFIG_READERS),
         config_readers=rules.CONFIG_READERS,
         resolve_args=resolve_args,
-        memory_inputs=memory_inputs,
-        size_pools=size_pools,
+        memory_inputs=memory_as_loaded(memory_inputs),
+        size_pools=sized_as_loaded(size_pools),
         pool_shape=pool_shape,
     )
     return replace(

@@ -22,7 +22,9 @@ from typing import Any
 
 from servefit._plan.schema import Change
 from servefit.engines.base import ResolvedArgs
+from servefit.engines.dtypes import loaded
 from servefit.engines.vllm import common, cpu_platform
+from servefit.engines.vllm import dtype as model_dtype
 from servefit.engines.vllm.device import is_cpu
 from servefit.errors import ArgumentError, EngineRejection
 from servefit.frozen import frozen
@@ -120,6 +122,10 @@ def resolve(
             "parallelism is enabled."
         )
     rules.check_engine(model, gpus, env)
+    # ModelConfig.__post_init__: the dtype first (engines/vllm/dtype.py); the caches and
+    # the CPU platform's checks read the model as loaded
+    model_dtype.resolve_dtype(model, gpus, v, logs, changes, rules.FLOAT16_NOT_SUPPORTED)
+    model = loaded(model, v)
     cpu = is_cpu(gpus.gpu)
     v["_device"] = "CPU" if cpu else "GPU"
     # the attention backend the user forces (envs.py / --attention-backend, 0.13.0 on)

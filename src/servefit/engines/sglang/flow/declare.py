@@ -57,6 +57,7 @@ def declare(rules: Rules) -> Profile:
         renames=rules.renames,
         log_format=rules.log_format,
         layout=rules.layout,
+        dtype_cast_logged=rules.dtype_cast_logged,
         config_readers=profile.config_readers(
             rules.transformers,
             modelopt_fp8_text=rules.modelopt_fp8_text,

@@ -138,6 +138,9 @@ class Rules:
     explicit_mrr_cap: str = "tokens_half"
     # _profile_available_bytes: the "Loaded weights leave no GPU memory" ValueError
     budget_error: bool = True
+    # configs/model_config.py:_get_and_verify_dtype logs its cast line at INFO / WARNING (0.5.12
+    # and before) rather than DEBUG (engines/sglang/dtype.py)
+    dtype_cast_logged: bool = False
     # MemoryPoolConfig.__post_init__: "Not enough memory" names the fraction
     not_enough_names_fraction: bool = False
     # Scheduler.init_model_worker loads the draft before the pools (draft weights in the budget)

@@ -32,6 +32,9 @@ RULES = replace(
     version=VERSION,
     # Requires-Dist: transformers==5.6.0 (0.5.11 and 0.5.12)
     transformers="5.6.0",
+    # configs/model_config.py:_get_and_verify_dtype: "Upcasting ..." / "Downcasting ..." at
+    # INFO, "Casting ..." at WARNING (logger.debug from 0.5.13)
+    dtype_cast_logged=True,
     # memory_pool.py:KVCache._finalize_allocation_log without "dtype: "
     log_format=frozenset({LogFeature.ARGS_MAMBA_SCHEDULER_STRATEGY, LogFeature.LOAD_END_QUANT}),
     mamba_radix_archs=MAMBA_RADIX_ARCHS,

@@ -21,6 +21,8 @@ PROFILE = declare(
     # layers/vocab_parallel_embedding.py:VocabParallelEmbedding.__init__ pads to 64 x tp only
     # on CPU; models/kimi_linear.py:KimiDeltaAttention.__init__ bare-asserts the KDA heads
     layout=LayoutRules(vocab_pads_to_tp=False, kda_value_error=False),
+    # configs/model_config.py:_get_and_verify_dtype logs its cast at INFO / WARNING
+    dtype_cast_logged=True,
     # the code that reads its configs: Requires-Dist transformers==4.57.1, 0.5.9's own config
     # classes (configs/), ModelOptFp8Config's "static FP8" text, and
     # model_runner_kv_cache_mixin.py:ModelRunnerKVCacheMixin.profile_max_num_token dividing by

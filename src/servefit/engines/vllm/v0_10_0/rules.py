@@ -79,6 +79,9 @@ class Rules:
 
     # vllm/config.py:CacheConfig.gpu_memory_utilization
     DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+    # vllm/config.py:_FLOAT16_NOT_SUPPORTED_MODELS (0.10.0, 0.10.1.1): the hf_config model types
+    # _check_valid_dtype refuses float16 for and _resolve_auto_dtype never picks it for
+    FLOAT16_NOT_SUPPORTED = frozenset({"gemma2", "gemma3", "plamo2", "glm4"})
     # vllm/config.py:CacheConfig.block_size default (V1: 16 on CUDA)
     DEFAULT_BLOCK_SIZE = 16
     # models/config.py:MODELS_CONFIG_MAP archs whose config's mamba_ssm_dtype becomes

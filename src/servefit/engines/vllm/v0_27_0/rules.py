@@ -15,6 +15,9 @@ from servefit.model.spec import ModelSpec
 class Rules(previous.Rules):
     VERSION = "0.27.0"
 
+    # config/model.py:_FLOAT16_NOT_SUPPORTED_MODELS no longer lists plamo2
+    FLOAT16_NOT_SUPPORTED = previous.Rules.FLOAT16_NOT_SUPPORTED - {"plamo2"}
+
     # MODELS_CONFIG_MAP: the text-only Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM register
     # with Qwen3_5ForCausalLMConfig (the same mamba_ssm_dtype hook)
     QWEN35_SSM_DTYPE_ARCHS = frozenset(
