@@ -86,6 +86,13 @@ def _failure_cases() -> list[EngineCase]:
             f"v{tag}-qwen3-fail-unknown-flag", release, "qwen3-tiny",
             ("--max-model-len", str(MAX_MODEL_LEN), "--no-such-flag"),
             expect="fail", note="an unknown flag"))
+    # vllm/config/scheduler.py:SchedulerConfig.verify_max_model_len refuses fewer batched
+    # tokens than sequences
+    cases.append(EngineCase(
+        "v0320-qwen3-fail-batched-below-seqs", "0.32.0", "qwen3-tiny",
+        ("--max-model-len", str(MAX_MODEL_LEN), "--max-num-batched-tokens", "64",
+         "--max-num-seqs", "128", "--kv-cache-memory-bytes", str(KV_BYTES)),
+        expect="fail", note="--max-num-batched-tokens below --max-num-seqs"))
     # the CPU worker refuses a KV size above its NUMA node's available memory
     # (vllm/v1/worker/cpu_worker.py:CPUWorker.determine_available_memory): 1 TiB is above it on
     # any machine this suite runs on

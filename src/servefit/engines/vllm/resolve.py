@@ -143,7 +143,7 @@ def resolve(
         if model.is_hybrid:
             changes.append(Change(arg="enable_prefix_caching", old=None, new=on, reason=why))
 
-    _batch_defaults(gpus, v, changes, rules, tp * pp)
+    _batch_defaults(gpus, v, changes, logs, rules, tp * pp)
 
     _dtypes(model, v, logs, changes, rules)
     v["_user_mamba_block_size"] = v.get("mamba_block_size") is not None
@@ -206,7 +206,12 @@ def _memory_and_length(
 
 
 def _batch_defaults(
-    gpus: GPUSet, v: dict[str, Any], changes: list[Change], rules: Rules, world_size: int
+    gpus: GPUSet,
+    v: dict[str, Any],
+    changes: list[Change],
+    logs: list[str],
+    rules: Rules,
+    world_size: int,
 ) -> None:
     """max_num_batched_tokens and max_num_seqs the user left unset
     (EngineArgs.get_batch_defaults for vllm serve)."""
@@ -241,6 +246,36 @@ def _batch_defaults(
     for name in ("max_num_seqs", "max_num_batched_tokens"):
         if v[name] < 1:
             raise ArgumentError(f"--{name.replace('_', '-')} must be >= 1, got {v[name]}")
+    _scheduler_checks(v, logs)
+
+
+# the checks run in a pydantic validator (model_validator / a pydantic dataclass's
+# __post_init__), so the engine stops with pydantic's ValidationError
+_SCHEDULER_INVALID = "ValidationError: 1 validation error for SchedulerConfig: Value error, "
+
+
+def _scheduler_checks(v: dict[str, Any], logs: list[str]) -> None:
+    """vllm/config/scheduler.py:SchedulerConfig.verify_max_model_len (config.py:SchedulerConfig.
+    _verify_args in 0.10.0; the same checks and texts 0.10.0-0.33.0), run when the scheduler
+    config is built from the args."""
+    tokens, seqs, mml = v["max_num_batched_tokens"], v["max_num_seqs"], v["max_model_len"]
+    if tokens < mml and not v["enable_chunked_prefill"]:
+        raise EngineRejection(
+            f"{_SCHEDULER_INVALID}max_num_batched_tokens ({tokens}) is smaller than max_model_len "
+            f"({mml}). This effectively limits the maximum sequence length to "
+            "max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+            "max_num_batched_tokens or decrease max_model_len."
+        )
+    if tokens < seqs:
+        raise EngineRejection(
+            f"{_SCHEDULER_INVALID}max_num_batched_tokens ({tokens}) must be greater than or equal to "
+            f"max_num_seqs ({seqs})."
+        )
+    if tokens > seqs * mml:
+        logs.append(
+            f"max_num_batched_tokens ({tokens}) exceeds max_num_seqs * max_model_len "
+            f"({seqs * mml}). This may lead to unexpected behavior."
+        )
 
 
 def _hybrid(
