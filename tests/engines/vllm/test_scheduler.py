@@ -55,3 +55,21 @@ def test_more_batched_tokens_than_the_sequences_can_hold_is_a_warning():
         "max_num_batched_tokens (16384) exceeds max_num_seqs * max_model_len (8192). This may "
         "lead to unexpected behavior."
     ) in p.log_lines
+
+
+def no_length_key():
+    cfg = catalog_config("Qwen__Qwen3-8B.json")
+    del cfg["max_position_embeddings"]
+    return build_model_spec(cfg, name="Qwen3-8B without a length key", source="test")
+
+
+@pytest.mark.parametrize("version", ["0.10.0", "0.24.0", "0.33.0"])
+def test_a_config_without_a_length_key_takes_the_users_max_model_len(version):
+    # config/model.py:_get_and_verify_max_len: no key -> `return max_model_len` when one is
+    # given, else the default 2048
+    engine = f"vllm=={version}"
+    given = plan(PlanRequest(model=no_length_key(), gpu="H100", engine=engine,
+                             args={"max_model_len": 40960}))  # fmt: skip
+    assert given.error is None and given.resolved_args["max_model_len"] == 40960
+    default = plan(PlanRequest(model=no_length_key(), gpu="H100", engine=engine, args={}))
+    assert default.error is None and default.resolved_args["max_model_len"] == 2048

@@ -188,6 +188,10 @@ def _memory_and_length(
     asked = v.get("max_model_len")
     if asked is not None and asked != -1 and asked < 1:
         raise ArgumentError(f"--max-model-len must be positive or -1 (auto), got {asked}")
+    if key is None and asked is not None and asked != -1:
+        # _get_and_verify_max_len: a config with no length key takes the user's value as it is
+        # (0.10.0-0.33.0), without the derived 2048 or the check against it
+        derived = asked
     allow_long = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
     if asked is not None and asked != -1 and asked > derived and not allow_long:
         # vllm/config/model.py:_get_and_verify_max_len
