@@ -239,3 +239,31 @@ def test_a_kv_size_beyond_the_node_is_replayed_from_the_logs_own_figures() -> No
     assert report.fix is not None
     changes = {(c.flag, c.new) for c in report.fix.best.changes}
     assert changes == {("--kv-cache-memory-bytes", 14 * 2**30)}, changes
+
+
+# the ready starts stopped by tools/collect_engine_logs.py (SIGTERM to the process group), as
+# "[shutdown] EngineCore: trigger received signal=SIGTERM" says (vllm/v1/engine/core.py)
+SIGNALLED = [n for n in READY if "trigger received signal=SIGTERM" in log_of(n).read_text()]
+
+
+@pytest.mark.parametrize("name", SIGNALLED)
+def test_a_start_stopped_by_sigterm_is_a_stop_not_an_exit(name: str) -> None:
+    report = diagnose(read_log(log_of(name)), replay=False)
+    assert report.root_cause is not None and report.root_cause.kind == "stopped"
+    assert "SIGTERM" in report.root_cause.summary
+
+
+def test_one_request_then_sigterm_is_not_a_server_that_died_after_its_first_request() -> None:
+    # v0320-qwen3-pc-env1g.log (GET /health, GET /v1/models, then the SIGTERM) with one chat
+    # request's access line after its /v1/models line, in uvicorn's format as vLLM's API server
+    # prints it (the line of tests/doctor/logs/sglang_0_5_9_seed_088_serve.log:59, which came
+    # through the same uvicorn): one request served, then stopped from outside
+    post = 'INFO:     127.0.0.1:58940 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    lines = log_of("v0320-qwen3-pc-env1g").read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if '"GET /v1/models HTTP/1.1"' in ln) + 1
+    facts = read_log([*lines[:at], post, *lines[at:]])
+    assert facts.launches[0].traffic.http_requests == 1
+    report = diagnose(facts, replay=False)
+    assert report.root_cause.kind == "stopped"
+    codes = {f.code for f in report.findings}
+    assert not codes & {"exited_after_first_request", "stopped_after_first_request"}

@@ -775,6 +775,8 @@ def _after_first_request(launch: LaunchFacts, log: LogFacts) -> list[Finding]:
     if requests != 1:
         return []
     is_last = bool(log.launches) and log.launches[-1].index == launch.index
+    if launch.exit is not None and exit_cause(launch).kind == "stopped":
+        return []  # stopped from outside (SIGTERM) after one request: nothing went wrong
     if launch.exit is not None:
         return [
             Finding(

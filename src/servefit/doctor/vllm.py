@@ -427,6 +427,16 @@ RULES: tuple[Rule, ...] = (
         whole_line(),
     ),
     rule(
+        # the signal that stopped the engine, before its teardown lines and uvicorn's "Shutting
+        # down" (the first exit line is the one kept): a stop from outside, not a crash
+        "trigger received signal=",
+        r"\[shutdown\] EngineCore: trigger received signal=(?P<signal>SIG[A-Z]+)",
+        "exit",
+        V,
+        "vllm/v1/engine/core.py:EngineCoreProc (signal handler; 0.24.0, 0.32.0)",
+        whole_line(),
+    ),
+    rule(
         "Shutting down",
         r"Shutting down(?: FastAPI HTTP server)?\.?$",
         "exit",
