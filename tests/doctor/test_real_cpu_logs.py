@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,22 @@ def test_one_request_then_sigterm_is_not_a_server_that_died_after_its_first_requ
     assert report.root_cause.kind == "stopped"
     codes = {f.code for f in report.findings}
     assert not codes & {"exited_after_first_request", "stopped_after_first_request"}
+
+
+def test_the_replay_sizes_with_the_environment_the_command_gives() -> None:
+    # v0320-qwen3-pc-env1g.log without its "Explicitly set (1.0/23.54) GiB for KV cache" line:
+    # the KV memory comes from the launch's VLLM_CPU_KVCACHE_SPACE=1 alone (servefit launch
+    # hands the doctor its env.json this way, launch/diagnose.py:_with_env)
+    name = "v0320-qwen3-pc-env1g"
+    lines = [ln for ln in log_of(name).read_text().splitlines(keepends=True)
+             if "GiB for KV cache on node" not in ln]  # fmt: skip
+    command = shlex.join(CASES[name]["command"])
+    config = str(LOGS / "models" / CASES[name]["model"] / "config.json")
+    without = diagnose(read_log(lines), model=config, gpu="cpu", command=command)
+    assert without.replay is None  # the CPU platform's KV memory is unknown
+    report = diagnose(
+        read_log(lines), model=config, gpu="cpu", command=f"VLLM_CPU_KVCACHE_SPACE=1 {command}"
+    )
+    assert report.replay is not None, report.findings
+    checks = {c.name: c for c in report.replay.checks}
+    assert checks["KV tokens"].gap_pct == 0.0, checks["KV tokens"]

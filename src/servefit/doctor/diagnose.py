@@ -15,7 +15,14 @@ from typing import Any
 
 from servefit.doctor import findings as F
 from servefit.doctor.facts import LaunchFacts, LogFacts
-from servefit.doctor.launches import arg_differences, command_args, parse_since, pick, staleness
+from servefit.doctor.launches import (
+    arg_differences,
+    command_args,
+    command_env,
+    parse_since,
+    pick,
+    staleness,
+)
 from servefit.doctor.schema import (
     DoctorReport,
     Finding,
@@ -125,7 +132,12 @@ def _replayed(
 
     fix = None
     rep, planned, rep_findings = run_replay(
-        launch, model=model, gpu=gpu, engine=engine, command_args=cmd_args
+        launch,
+        model=model,
+        gpu=gpu,
+        engine=engine,
+        command_args=cmd_args,
+        command_env=command_env(command) if command else None,
     )
     findings += rep_findings
     if (

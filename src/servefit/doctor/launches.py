@@ -333,6 +333,14 @@ def command_args(text: str) -> dict[str, Any]:
     return args_from_command(text)
 
 
+def command_env(text: str) -> dict[str, str]:
+    """--command's environment assignments ("VLLM_CPU_KVCACHE_SPACE=1 vllm serve ..."): the
+    replay sizes the launch with them, as the engine read them."""
+    from servefit.engines.command import parse_launch_command
+
+    return dict(parse_launch_command(text).env)
+
+
 def quote_command(entrypoint: str, argv: list[str], env: dict[str, str]) -> str:
     env_part = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return " ".join(x for x in (env_part, entrypoint, shlex.join(argv)) if x)

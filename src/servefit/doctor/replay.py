@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -199,9 +200,11 @@ def replay(
     gpu: Any = None,
     engine: str | None = None,
     command_args: dict[str, Any] | None = None,
+    command_env: Mapping[str, str] | None = None,
     use_command: bool = False,
 ) -> tuple[Replay | None, Any, list[Finding]]:
-    """(Replay, the Plan and its PlanRequest for the fix search, findings about the replay)."""
+    """(Replay, the Plan and its PlanRequest for the fix search, findings about the replay).
+    `command_env`: the environment --command sets (a launch's own, from `servefit launch`)."""
     from servefit._plan.planner import PlanRequest, plan
     from servefit.engines.registry import select
 
@@ -230,11 +233,12 @@ def replay(
         model_spec = _model(model, launch, notes)
         gpu_spec = _gpu(gpu, launch, P, notes)
         args = _args(launch, ref.profile, ref.name, command_args, notes, use_command)
-        env: dict[str, str] = {}
+        env = dict(command_env or {})
         on_cpu = getattr(gpu_spec, "vendor", None) == "cpu" or gpu_spec == "cpu"
         kv = cpu_kv_memory(launch, args, notes) if on_cpu and not use_command else None
-        if kv is not None:
-            args, env = kv
+        if kv is not None:  # the KV memory the worker logged wins over the command's
+            args, kv_env = kv
+            env |= kv_env
         request = PlanRequest(
             model=model_spec,
             gpu=gpu_spec,

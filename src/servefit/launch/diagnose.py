@@ -7,6 +7,8 @@ launch's output by mistake, the trap of the user's report.
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections import deque
 from pathlib import Path
 
@@ -32,9 +34,10 @@ def tail(path: Path, n: int = TAIL_LINES) -> list[str]:
         return []
 
 
-def _from_doctor(log: Path, record: RunRecord) -> Diagnosis | None:
+def _from_doctor(run: RunDir, record: RunRecord) -> Diagnosis | None:
     """servefit doctor on the run's log; None when the doctor is not installed or fails.
-    The launch's own command, engine version, GPU and model go with it: SGLang prints neither
+    The launch's own command, with the environment servefit gave the engine (env.json:
+    VLLM_CPU_KVCACHE_SPACE, ...), engine version, GPU and model go with it: SGLang prints neither
     its version nor the GPU, and the doctor's re-plan needs both."""
     try:
         from servefit.doctor import diagnose, read_log
@@ -47,8 +50,8 @@ def _from_doctor(log: Path, record: RunRecord) -> Diagnosis | None:
 
     try:
         report = diagnose(
-            read_log(str(log)),
-            command=record.command_line,
+            read_log(str(run.log_path)),
+            command=_with_env(run, record.command_line),
             engine=record.plan_engine,
             gpu=record.plan_gpu,
             model=record.plan_model,
@@ -64,6 +67,19 @@ def _from_doctor(log: Path, record: RunRecord) -> Diagnosis | None:
     if report.fix is not None and report.fix.command:
         summary += f" | fixed command: {report.fix.command}"
     return Diagnosis(summary=summary, text=out.getvalue(), source="doctor")
+
+
+def _with_env(run: RunDir, command_line: str) -> str:
+    """The command as the engine ran it: env.json's assignments (redacted: a secret's mask
+    stands for it, which no sizing reads) in front of the argv."""
+    try:
+        env = json.loads(run.env_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return command_line
+    if not isinstance(env, dict):
+        return command_line
+    words = [f"{k}={shlex.quote(str(v))}" for k, v in env.items() if isinstance(k, str)]
+    return " ".join([*words, command_line])
 
 
 def servefit_stop(record: RunRecord) -> str | None:
@@ -82,7 +98,7 @@ def servefit_stop(record: RunRecord) -> str | None:
 
 
 def diagnose_run(run: RunDir, record: RunRecord) -> Diagnosis:
-    found = _from_doctor(run.log_path, record)
+    found = _from_doctor(run, record)
     own = servefit_stop(record)
     if own is not None:
         text = found.text if found is not None else _tail_text(run, record)
