@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from servefit import catalog
 from servefit._plan.planner import PlanRequest, plan
 from servefit.engines import registry
 from servefit.errors import ArgumentError
@@ -199,3 +200,29 @@ def test_cpu_needs_the_kv_memory():
         plan(PlanRequest(model=model, gpu=MACHINE, engine="vllm==0.32.0", args={}))
 
 
+
+
+def mamba2_attention_free():
+    # transformers 5.24.0's Mamba2Config defaults (no attention layer), as the catalog holds them
+    cfg = dict(read_json(catalog.DATA / "defaults_transformers-5.24.0__mamba2.json"))
+    cfg["architectures"] = ["Mamba2ForCausalLM"]
+    return build_model_spec(cfg, name="mamba2 defaults", source="test")
+
+
+@pytest.mark.parametrize("gpu", ["cpu", "B200", "H100"])
+def test_an_attention_free_model_takes_the_default_kv_layout(gpu):
+    # v1/attention/backends/utils.py:get_supported_kv_cache_layouts: no backend declares a
+    # layout (Mamba backends: AttentionBackend.supported_kv_cache_layouts is None), so the
+    # default preference's LBNHC wins, also where CPU_ATTN (CPU) or FlashInfer (SM100) would
+    # have asked for LBHNC; a model with attention keeps its backend's choice
+    device = MACHINE if gpu == "cpu" else gpu
+    args = {"max_model_len": 4096, "kv_cache_memory_bytes": 2**30, "max_num_seqs": 64}
+    p = plan(PlanRequest(model=mamba2_attention_free(), gpu=device, engine="vllm==0.33.0",
+                         args=args))  # fmt: skip
+    assert "Using LBNHC KV cache layout." in p.log_lines
+    qwen3 = build_model_spec(
+        read_json(LOGS / "models/qwen3-tiny/config.json"), name="qwen3-tiny", source="test"
+    )
+    dense = plan(PlanRequest(model=qwen3, gpu=device, engine="vllm==0.33.0", args=args))
+    expected = "LBNHC" if gpu == "H100" else "LBHNC"
+    assert f"Using {expected} KV cache layout." in dense.log_lines

@@ -178,7 +178,7 @@ def _kv_memory(
     logs.append(rules.model_loading_log((memory.weights_gib + memory.draft_weights_gib) * GiB))
     if rules.BLOCK_LINES_AFTER_LOAD:
         logs += block_lines
-    layout_line = rules.kv_layout_log(gpus)  # the engine core, before the workers profile
+    layout_line = rules.kv_layout_log(model, gpus)  # the engine core, before the workers profile
     if layout_line:
         logs.append(layout_line)
     if cpu:

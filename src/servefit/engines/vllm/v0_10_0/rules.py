@@ -324,7 +324,7 @@ class Rules:
         """A warning about the drafter's KV cache group (0.30.0 only)."""
         return None
 
-    def kv_layout_log(self, gpus: GPUSet) -> str | None:
+    def kv_layout_log(self, model: ModelSpec, gpus: GPUSet) -> str | None:
         """v1/attention/backends/utils.py:resolve_kv_cache_layout's line (0.29.0 on)."""
         return None
 

@@ -24,12 +24,16 @@ class Rules(previous.Rules):
     # v1/attention/backends/cpu_attn.py: MultipleOf(32)
     CPU_KERNEL_BLOCK = 32
 
-    def kv_layout_log(self, gpus: GPUSet) -> str | None:
+    def kv_layout_log(self, model: ModelSpec, gpus: GPUSet) -> str | None:
         """v1/attention/backends/utils.py:resolve_kv_cache_layout: the first layout every
         backend supports: LBHNC for CPU_ATTN and for FLASHINFER on SM10x (head-major block
-        interiors), else the default preference's LBNHC (FLASH_ATTN)."""
+        interiors), else the default preference's LBNHC (FLASH_ATTN). A model without
+        attention layers has only Mamba backends, which declare no layout
+        (AttentionBackend.supported_kv_cache_layouts: None): get_supported_kv_cache_layouts
+        falls back to _DEFAULT_LAYOUT_PREFERENCE, LBNHC first, on any device."""
         cap = capability(gpus.gpu)
-        head_major = is_cpu(gpus.gpu) or (cap is not None and cap[0] == 10)
+        attention = bool(model.attention_layer_ids)
+        head_major = attention and (is_cpu(gpus.gpu) or (cap is not None and cap[0] == 10))
         return f"Using {'LBHNC' if head_major else 'LBNHC'} KV cache layout."
 
     def v1_runner(self, model: ModelSpec) -> bool:
