@@ -226,3 +226,18 @@ def test_an_attention_free_model_takes_the_default_kv_layout(gpu):
     dense = plan(PlanRequest(model=qwen3, gpu=device, engine="vllm==0.33.0", args=args))
     expected = "LBNHC" if gpu == "H100" else "LBHNC"
     assert f"Using {expected} KV cache layout." in dense.log_lines
+
+
+def test_an_lfm2_config_without_conv_dim_cannot_be_built():
+    # models/lfm2.py:Lfm2ShortConvDecoderLayer passes config.conv_dim; transformers' Lfm2Config
+    # has no such attribute (5.19.0, 5.24.0: "AttributeError: 'Lfm2Config' object has no
+    # attribute 'conv_dim'", raised in the engine's own environments)
+    cfg = dict(read_json(catalog.DATA / "LiquidAI__LFM2.5-VL-1.6B.json"))
+    text = dict(cfg["text_config"])
+    args = {"max_model_len": 4096, "kv_cache_memory_bytes": 2**30}
+    whole = build_model_spec(cfg, name="LFM2.5-VL", source="test")
+    assert plan(PlanRequest(model=whole, gpu=MACHINE, engine="vllm==0.32.0", args=args)).error is None
+    del text["conv_dim"]
+    cut = build_model_spec({**cfg, "text_config": text}, name="LFM2.5-VL no conv_dim", source="t")
+    p = plan(PlanRequest(model=cut, gpu=MACHINE, engine="vllm==0.32.0", args=args))
+    assert p.error == "AttributeError: 'Lfm2Config' object has no attribute 'conv_dim'"
