@@ -29,7 +29,11 @@ from servefit.hardware.host import HostMemory, NodeMeminfo
 from servefit.hardware.spec import GPUSpec
 
 # the /proc/cpuinfo flags an engine's CPU platform branches on
-ENGINE_FLAGS = frozenset({"avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"})
+# torch.cpu._is_avx512_supported is avx512f and avx512vl and avx512bw and avx512dq
+# (aten/src/ATen/cpu/Utils.cpp:is_avx512_supported)
+ENGINE_FLAGS = frozenset(
+    {"avx2", "avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512_bf16", "amx_tile", "amx_bf16"}
+)
 NODE_DIR = "sys/devices/system/node"
 # cgroup v1 reports "no limit" as a value near PAGE_COUNTER_MAX (get_cgroup_memory_limit)
 CGROUP_V1_UNLIMITED = 1 << 62

@@ -241,3 +241,65 @@ def test_an_lfm2_config_without_conv_dim_cannot_be_built():
     cut = build_model_spec({**cfg, "text_config": text}, name="LFM2.5-VL no conv_dim", source="t")
     p = plan(PlanRequest(model=cut, gpu=MACHINE, engine="vllm==0.32.0", args=args))
     assert p.error == "AttributeError: 'Lfm2Config' object has no attribute 'conv_dim'"
+
+
+def qwen3_tiny(**extra):
+    cfg = dict(read_json(LOGS / "models/qwen3-tiny/config.json"))
+    cfg.update(extra)
+    return build_model_spec(cfg, name="qwen3-tiny", source="test")
+
+
+def on(features: set[str]) -> GPUSpec:
+    return replace(MACHINE, features=frozenset(features))
+
+
+AVX2_ONLY = on({"avx2"})
+AVX512 = on({"avx2", "avx512f", "avx512vl", "avx512bw", "avx512dq"})
+FP8 = {"max_model_len": 4096, "kv_cache_memory_bytes": 2**30, "kv_cache_dtype": "fp8"}
+
+
+def test_fp8_kv_on_the_cpu_before_0_21_is_refused_or_dropped():
+    # 0.20.x platforms/cpu.py:CpuPlatform.check_and_update_config
+    p = plan(PlanRequest(model=qwen3_tiny(), gpu=AVX512, engine="vllm==0.20.1", args=FP8))
+    assert p.error == (
+        "RuntimeError: Chunked-prefill and prefix-cache on the CPU backend is not compatible "
+        "with FP8 KV cache."
+    )
+    off = {**FP8, "enable_chunked_prefill": False, "enable_prefix_caching": False}
+    dropped = plan(PlanRequest(model=qwen3_tiny(), gpu=AVX512, engine="vllm==0.20.1", args=off))
+    auto = {k: v for k, v in off.items() if k != "kv_cache_dtype"}
+    bf16 = plan(PlanRequest(model=qwen3_tiny(), gpu=AVX512, engine="vllm==0.20.1", args=auto))
+    assert dropped.error is None
+    assert "CPU backend doesn't support KV cache quantization fallback to auto." in dropped.log_lines
+    assert dropped.pools.kv_bytes_per_token == bf16.pools.kv_bytes_per_token
+
+
+@pytest.mark.parametrize("engine", ["vllm==0.21.0", "vllm==0.32.0"])
+def test_fp8_kv_on_the_cpu_needs_avx512_or_amx_from_0_21(engine):
+    # v1/attention/backends/cpu_attn.py:_get_attn_isa, after the KV cache is sized
+    refused = plan(PlanRequest(model=qwen3_tiny(), gpu=AVX2_ONLY, engine=engine, args=FP8))
+    assert refused.error == (
+        "NotImplementedError: FP8 KV cache on CPU requires x86 with AVX-512 or AMX."
+    )
+    assert any(" KV cache size: " in line for line in refused.log_lines)  # sized, then refused
+    for machine in (AVX512, on({"avx2", "amx_tile"})):
+        ok = plan(PlanRequest(model=qwen3_tiny(), gpu=machine, engine=engine, args=FP8))
+        auto = {k: v for k, v in FP8.items() if k != "kv_cache_dtype"}
+        bf16 = plan(PlanRequest(model=qwen3_tiny(), gpu=machine, engine=engine, args=auto))
+        assert ok.error is None
+        assert ok.pools.kv_bytes_per_token * 2 == bf16.pools.kv_bytes_per_token  # 1 byte, not 2
+    # a head size of 48 (a multiple of 16, not of 32) is refused on any CPU
+    odd = qwen3_tiny(head_dim=48)
+    assert plan(PlanRequest(model=odd, gpu=AVX512, engine=engine, args=FP8)).error == (
+        "NotImplementedError: FP8 KV cache requires head_size divisible by 32 on CPU."
+    )
+
+
+def test_0_21_0_has_its_own_flags():
+    # flags_0_21_0.json (tools/extract_vllm_flags.py on the 0.21.0 wheel) has the flag,
+    # 0.20.1's table has not
+    args = ["x", "--safetensors-prefetch-num-threads", "4"]
+    new = registry.select("vllm==0.21.0")[0].parse_argv(args)
+    assert new.values["safetensors_prefetch_num_threads"] == 4 and not new.unknown
+    old = registry.select("vllm==0.20.1")[0].parse_argv(args)
+    assert old.unknown == ["--safetensors-prefetch-num-threads"]

@@ -15,9 +15,10 @@ import os
 from typing import Any
 
 from servefit.engines.vllm.common import format_gib
-from servefit.errors import ArgumentError, UnsupportedModelError
+from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
 from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSet, GPUSpec
+from servefit.model.layers import FullAttention
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
 
@@ -73,8 +74,48 @@ def update_config(
             "gpu_memory_utilization of the node's memory minus the worker's resident memory "
             "at that moment (CPUWorker.determine_available_memory), which servefit cannot know"
         )
+    _fp8_kv(model, gpus, v, logs, rules)
     rules.cpu_update(model, gpus, v, logs)
     v["_cpu_node"] = node_memory(gpus.gpu, rules)
+
+
+# torch.cpu._is_avx512_supported (aten/src/ATen/cpu/Utils.cpp:is_avx512_supported)
+_AVX512 = frozenset({"avx512f", "avx512vl", "avx512bw", "avx512dq"})
+
+
+def _fp8_kv(
+    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], logs: list[str], rules: Any
+) -> None:
+    """--kv-cache-dtype fp8 on the CPU platform (rules.CPU_FP8_KV). "fallback" (0.20.x,
+    platforms/cpu.py:CpuPlatform.check_and_update_config): refused with chunked prefill or
+    prefix caching, else logged and put back to "auto". "isa" (0.21.0 on,
+    v1/attention/backends/cpu_attn.py:_get_attn_isa): the attention builders, made once the KV
+    cache is sized, refuse it for a head size that is a multiple of 16 and not of 32, and on a
+    CPU with neither AMX tiles nor AVX-512; kept as v["_cpu_attn_error"] for planning.py."""
+    if not str(v["kv_cache_dtype"]).startswith("fp8"):  # is_quantized_kv_cache
+        return
+    if rules.CPU_FP8_KV == "fallback":
+        if v["enable_chunked_prefill"] or v["enable_prefix_caching"]:
+            raise EngineRejection(
+                "RuntimeError: Chunked-prefill and prefix-cache on the CPU backend is not "
+                "compatible with FP8 KV cache."
+            )
+        logs.append("CPU backend doesn't support KV cache quantization fallback to auto.")
+        v["kv_cache_dtype"], v["_kv_dtype"] = "auto", model.dtype
+        return
+    mixers = (model.attention_mixer(i) for i in model.attention_layer_ids)
+    heads = {m.head_dim for m in mixers if isinstance(m, FullAttention)}  # MLA: CPU_MLA
+    features = gpus.gpu.features
+    if any(h % 32 and not h % 16 for h in heads):
+        v["_cpu_attn_error"] = (
+            "NotImplementedError: FP8 KV cache requires head_size divisible by 32 on CPU."
+        )
+    # the ISA is known when this machine's flags were read (hardware/cpu.py: any x86 CPU vLLM
+    # runs on has avx2); a CPU known from a log's lines only is not refused
+    elif "avx2" in features and "amx_tile" not in features and not _AVX512.issubset(features):
+        v["_cpu_attn_error"] = (
+            "NotImplementedError: FP8 KV cache on CPU requires x86 with AVX-512 or AMX."
+        )
 
 
 @frozen

@@ -255,6 +255,9 @@ def _capacity(
         model, v, num_blocks, layout.bytes_per_block, rules
     )
     run.logs += seq_logs
+    if run.error is None and v.get("_cpu_attn_error"):
+        # cpu_attn.py:_get_attn_isa, when the attention builders are made for the sized cache
+        run.error = v["_cpu_attn_error"]
 
 
 def _block_lines(layout: Any) -> list[str]:

@@ -206,6 +206,10 @@ class Rules:
 
     # servefit mirrors vLLM's CPU platform from 0.20.0 (servefit/engines/vllm/cpu_platform.py)
     CPU_PLATFORM = False
+    # --kv-cache-dtype fp8 on the CPU platform (0.20.0 - 0.20.2, platforms/cpu.py:
+    # CpuPlatform.check_and_update_config): a RuntimeError with chunked prefill or prefix
+    # caching, else a warning and the KV cache back to "auto" ("fallback"); "isa" from 0.21.0
+    CPU_FP8_KV = "fallback"
     CPU_MEMORY_CGROUP_CLAMP = False
 
     def cpu_update(

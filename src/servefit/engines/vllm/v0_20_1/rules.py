@@ -1,5 +1,5 @@
-"""What vLLM 0.20.1 changed from 0.20.0 (also 0.20.2 and 0.21.0): the "GPU KV cache size" figure. Paths
-inside the 0.20.1 wheel."""
+"""What vLLM 0.20.1 changed from 0.20.0 (also 0.20.2): the "GPU KV cache size" figure. Paths inside
+the 0.20.1 wheel."""
 
 from __future__ import annotations
 

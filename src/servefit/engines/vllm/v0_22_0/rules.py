@@ -1,4 +1,4 @@
-"""What vLLM 0.22.0 changed from 0.20.1 (also 0.22.1). Paths inside the 0.22.0 wheel."""
+"""What vLLM 0.22.0 changed from 0.21.0 (also 0.22.1). Paths inside the 0.22.0 wheel."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from servefit.engines.vllm import common
 from servefit.engines.vllm.v0_15_0 import rules as modes
-from servefit.engines.vllm.v0_20_1 import rules as previous
+from servefit.engines.vllm.v0_21_0 import rules as previous
 from servefit.errors import EngineRejection
 from servefit.hardware.spec import GPUSet
 from servefit.model.layers import GatedDeltaNet
