@@ -36,7 +36,7 @@ __all__ = [
 
 F = TypeVar("F", bound=Flag)
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?$")  # 0.10.1.1
 _TABLE_NAME = re.compile(r"flags_[\d_]+\.json$")
 # argparse's `_negative_number_matcher`: such a token is a value, not an option.
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -78,7 +78,8 @@ class FlagTables:
                 f"not {self.article} {self.engine} release version: {version!r} "
                 f"(expected e.g. {self.example})"
             )
-        res = package_dir(self.package).joinpath(f"flags_{'_'.join(m.groups())}.json")
+        parts = [g for g in m.groups() if g is not None]
+        res = package_dir(self.package).joinpath(f"flags_{'_'.join(parts)}.json")
         if not res.is_file():
             have = ", ".join(self.versions())
             raise EngineVersionError(f"no {self.engine} flag table for {version} (have: {have})")

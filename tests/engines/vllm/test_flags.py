@@ -177,3 +177,27 @@ def test_single_dash_inline_values_as_cpython_argparse_reads_them(version, argv)
     assert parsed.errors == []
     assert parsed.values == expected
     assert parsed.unknown == extra
+
+
+@pytest.mark.parametrize(
+    ("release", "profile", "flag"),
+    [
+        # each release's own table (tools/extract_vllm_flags.py on its wheel) has a flag its
+        # profile's release lacks; the profile is kept for sizing (engines/registry.py)
+        ("0.10.1", "0.10.0", "--mamba-ssm-cache-dtype"),
+        ("0.10.1.1", "0.10.0", "--h11-max-header-count"),
+        ("0.11.0", "0.10.2", "--enable-dbo"),
+        ("0.16.0", "0.15.0", "--enable-flashinfer-autotune"),
+        ("0.21.0", "0.20.1", "--safetensors-prefetch-num-threads"),
+    ],
+)
+def test_a_release_reads_its_own_flags_where_its_profile_reads_others(release, profile, flag):
+    from servefit.engines import registry
+
+    argv = ["x", flag, "1"] if "max" in flag or "threads" in flag else ["x", flag]
+    if flag == "--mamba-ssm-cache-dtype":
+        argv = ["x", flag, "float32"]
+    own = registry.select(f"vllm=={release}")[0].parse_argv(argv)
+    assert not own.unknown, own
+    other = registry.select(f"vllm=={profile}")[0].parse_argv(argv)
+    assert other.unknown == [flag]

@@ -24,7 +24,7 @@ from servefit.engines.base import (
 from servefit.engines.dtypes import memory_as_loaded, sized_as_loaded
 from servefit.engines.flagtable import read_architectures
 from servefit.engines.vllm import common, planning, resolve
-from servefit.engines.vllm.flags import load_flags, parse_argv
+from servefit.engines.vllm.flags import VllmFlag, available_versions, load_flags, parse_argv
 from servefit.engines.vllm.layout import LayoutRules, check_layout
 from servefit.engines.vllm.levers import LEVERS as VLLM_LEVERS
 from servefit.engines.vllm.memory import memory_inputs
@@ -70,15 +70,13 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         # the same pass
         return planning.size(model, gpus, resolved, memory, rules)
 
-    dests = {f.dest for f in flags}
     layout = LayoutRules(fp8_moe_block_refine=rules.FP8_MOE_BLOCK_REFINE)
     profile = Profile(
         engine=ENGINE,
         version=version,
         flags=flags,
         architectures=archs,
-        # the levers whose flag this release has (--mamba-ssm-cache-dtype is 0.10.2+, ...)
-        levers={k: d for k, d in LEVERS.items() if d in dests or d == "num_speculative_tokens"},
+        levers=_levers(flags),
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
@@ -103,17 +101,29 @@ def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
 def _for_release(
     profile: Profile, layout: LayoutRules, readers: frozenset[str], release: str
 ) -> Profile:
-    """The profile as `release` registers models: its own architecture list
-    (archs_<release>.txt, tools/extract_architectures.py) when the group's releases differ."""
+    """The profile as `release` registers models and reads its command line: its own
+    architecture list (archs_<release>.txt, tools/extract_architectures.py) and its own flag
+    table (flags_<release>.json, tools/extract_vllm_flags.py) where the group's releases differ
+    (0.10.1 and 0.10.1.1 size as 0.10.0 but have 0.10.1's flags, --mamba-ssm-cache-dtype
+    among them; 0.11.0 and 0.16.0 likewise)."""
+    changes: dict[str, Any] = {}
     try:
         archs = read_architectures(__package__, release)
     except EngineVersionError:
-        return profile
-    if archs == profile.architectures:
-        return profile
-    return replace(
-        profile, architectures=archs, check_model=partial(check_model, archs, layout, readers)
-    )
+        archs = profile.architectures
+    if archs != profile.architectures:
+        changes.update(architectures=archs, check_model=partial(check_model, archs, layout, readers))
+    if release != profile.version and release in available_versions():
+        flags = load_flags(release)
+        if flags != profile.flags:
+            changes.update(flags=flags, parse_argv=partial(parse_argv, flags), levers=_levers(flags))
+    return replace(profile, **changes) if changes else profile
+
+
+def _levers(flags: tuple[VllmFlag, ...]) -> dict[str, str]:
+    """The levers whose flag the table has (--mamba-ssm-cache-dtype is 0.10.1+, ...)."""
+    dests = {f.dest for f in flags}
+    return {k: d for k, d in LEVERS.items() if d in dests or d == "num_speculative_tokens"}
 
 
 def parallel_sizes(args: dict[str, Any]) -> ParallelSizes:
