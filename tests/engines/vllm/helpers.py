@@ -23,5 +23,13 @@ def qwen3_next(**extra):
     return build_model_spec(cfg, name="Qwen3-Next-80B-A3B (test)", source="test")
 
 
+def qwen3_8b(**extra):
+    """Qwen3-8B's bundled config, with `extra` keys set (a key set to None is removed)."""
+    cfg = catalog_config("Qwen__Qwen3-8B.json")
+    cfg.update(extra)
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    return build_model_spec(cfg, name="Qwen3-8B (test)", source="test")
+
+
 def vplan(model, gpu: str, engine: str, env: dict | None = None, **args):
     return plan(PlanRequest(model=model, gpu=gpu, engine=engine, args=args, env=env or {}))

@@ -220,10 +220,7 @@ def test_an_attention_free_model_takes_the_default_kv_layout(gpu):
     p = plan(PlanRequest(model=mamba2_attention_free(), gpu=device, engine="vllm==0.33.0",
                          args=args))  # fmt: skip
     assert "Using LBNHC KV cache layout." in p.log_lines
-    qwen3 = build_model_spec(
-        read_json(LOGS / "models/qwen3-tiny/config.json"), name="qwen3-tiny", source="test"
-    )
-    dense = plan(PlanRequest(model=qwen3, gpu=device, engine="vllm==0.33.0", args=args))
+    dense = plan(PlanRequest(model=qwen3_tiny(), gpu=device, engine="vllm==0.33.0", args=args))
     expected = "LBNHC" if gpu == "H100" else "LBHNC"
     assert f"Using {expected} KV cache layout." in dense.log_lines
 

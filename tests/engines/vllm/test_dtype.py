@@ -12,18 +12,11 @@ import pytest
 
 from servefit._plan.planner import PlanRequest, plan
 from servefit.engines import registry
-from servefit.model.inventory import build_model_spec
-from tests.engines.vllm.helpers import catalog_config, vplan
+from tests.engines.vllm.helpers import qwen3_8b, vplan
 
 ENGINE = "vllm==0.32.0"
 # Qwen3-8B: 36 layers, 8 KV heads of 128 dims, K and V
 KV_ELEMENTS_PER_TOKEN = 36 * 2 * 8 * 128
-
-
-def qwen3_8b(**extra: object):
-    cfg = catalog_config("Qwen__Qwen3-8B.json")
-    cfg.update(extra)
-    return build_model_spec(cfg, name="Qwen3-8B (test)", source="test")
 
 
 @pytest.mark.parametrize(

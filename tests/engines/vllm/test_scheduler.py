@@ -11,14 +11,9 @@ import pytest
 
 from servefit._plan.planner import PlanRequest, plan
 from servefit.engines import registry
-from servefit.model.inventory import build_model_spec
-from tests.engines.vllm.helpers import catalog_config
+from tests.engines.vllm.helpers import qwen3_8b
 
 TITLE = "ValidationError: 1 validation error for SchedulerConfig: Value error, "
-
-
-def qwen3_8b():
-    return build_model_spec(catalog_config("Qwen__Qwen3-8B.json"), name="Qwen3-8B", source="t")
 
 
 def vplan(version: str, **args):
@@ -58,9 +53,7 @@ def test_more_batched_tokens_than_the_sequences_can_hold_is_a_warning():
 
 
 def no_length_key():
-    cfg = catalog_config("Qwen__Qwen3-8B.json")
-    del cfg["max_position_embeddings"]
-    return build_model_spec(cfg, name="Qwen3-8B without a length key", source="test")
+    return qwen3_8b(max_position_embeddings=None)  # the config's only length key, removed
 
 
 @pytest.mark.parametrize("version", ["0.10.0", "0.24.0", "0.33.0"])

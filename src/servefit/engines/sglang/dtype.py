@@ -9,7 +9,8 @@
 * the cast is logged (engines/dtypes.py:cast_log) at INFO / WARNING in 0.5.9-0.5.12 and at
   DEBUG from 0.5.13, which the default log level does not print.
 
-The weights, the KV cache at --kv-cache-dtype auto (model_runner.py:configure_kv_cache_dtype:
+The weights, the KV cache at --kv-cache-dtype auto (sglang/srt/model_executor/model_runner.py:
+ModelRunner.configure_kv_cache_dtype:
 `self.kv_cache_dtype = self.dtype`) and the "Load weight end" line's dtype take it.
 """
 

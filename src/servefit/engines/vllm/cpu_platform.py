@@ -87,9 +87,9 @@ def _fp8_kv(
     model: ModelSpec, gpus: GPUSet, v: dict[str, Any], logs: list[str], rules: Any
 ) -> None:
     """--kv-cache-dtype fp8 on the CPU platform (rules.CPU_FP8_KV). "fallback" (0.20.x,
-    platforms/cpu.py:CpuPlatform.check_and_update_config): refused with chunked prefill or
+    vllm/platforms/cpu.py:CpuPlatform.check_and_update_config): refused with chunked prefill or
     prefix caching, else logged and put back to "auto". "isa" (0.21.0 on,
-    v1/attention/backends/cpu_attn.py:_get_attn_isa): the attention builders, made once the KV
+    vllm/v1/attention/backends/cpu_attn.py:_get_attn_isa): the attention builders, made once the KV
     cache is sized, refuse it for a head size that is a multiple of 16 and not of 32, and on a
     CPU with neither AMX tiles nor AVX-512; kept as v["_cpu_attn_error"] for planning.py."""
     if not str(v["kv_cache_dtype"]).startswith("fp8"):  # is_quantized_kv_cache

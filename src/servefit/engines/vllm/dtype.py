@@ -11,15 +11,15 @@ vllm/config/model.py:_get_and_verify_dtype (vllm/config.py in 0.10.0, config/__i
   (rules.FLOAT16_NOT_SUPPORTED);
 * a dtype other than the checkpoint's is logged (engines/dtypes.py:cast_log): "Upcasting" to
   float32 and "Downcasting" from it at INFO, any other cast as a WARNING.
-Supported dtypes per platform: platforms/cuda.py:CudaPlatform.supported_dtypes (capability 8.0
-on: bfloat16, float16, float32; 6.0 on: float16, float32), platforms/interface.py:
-Platform.supported_dtypes (ROCm: bfloat16, float16, float32), platforms/cpu.py:
+Supported dtypes per platform: vllm/platforms/cuda.py:CudaPlatform.supported_dtypes (capability
+8.0 on: bfloat16, float16, float32; 6.0 on: float16, float32), vllm/platforms/interface.py:
+Platform.supported_dtypes (ROCm: bfloat16, float16, float32), vllm/platforms/cpu.py:
 CpuPlatform.supported_dtypes (x86 and aarch64: bfloat16, float16, float32; the POWER and macOS
 branches are not mirrored: servefit's CPU platform is this machine's x86).
 
 The weights of an unquantized tensor, the KV cache at --kv-cache-dtype auto and the Mamba conv
-state at --mamba-cache-dtype auto all take this dtype (model_loader/utils.py:
-set_default_torch_dtype(model_config.dtype); utils/torch_utils.py:kv_cache_dtype_str_to_dtype).
+state at --mamba-cache-dtype auto all take this dtype (vllm/model_executor/model_loader/utils.py:
+set_default_torch_dtype(model_config.dtype); vllm/utils/torch_utils.py:kv_cache_dtype_str_to_dtype).
 """
 
 from __future__ import annotations
@@ -110,13 +110,15 @@ def _why_auto(config: str) -> str:
 
 
 def _nvml_name(gpus: GPUSet) -> str:
-    """CudaPlatform.get_device_name: the NVML name ("Tesla T4"), the catalog's nvml_names."""
-    from servefit.hardware.catalog import entries
+    """vllm/platforms/cuda.py:CudaPlatform.get_device_name: the NVML name ("Tesla T4"), the catalog's nvml_names."""
+    from servefit.errors import HardwareError
+    from servefit.hardware.catalog import entry
 
-    for entry in entries():
-        if entry.spec.key == gpus.gpu.key and entry.nvml_names:
-            return entry.nvml_names[0]
-    return gpus.gpu.name
+    try:
+        names = entry(gpus.gpu.key).nvml_names
+    except HardwareError:  # a GPU the catalog lacks: its own name
+        return gpus.gpu.name
+    return names[0] if names else gpus.gpu.name
 
 
 def _with_capability(gpus: GPUSet) -> str:

@@ -256,7 +256,7 @@ def _capacity(
     )
     run.logs += seq_logs
     if run.error is None and v.get("_cpu_attn_error"):
-        # cpu_attn.py:_get_attn_isa, when the attention builders are made for the sized cache
+        # vllm/v1/attention/backends/cpu_attn.py:_get_attn_isa, when the attention builders are made for the sized cache
         run.error = v["_cpu_attn_error"]
 
 

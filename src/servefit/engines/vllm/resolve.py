@@ -189,7 +189,7 @@ def _memory_and_length(
     if asked is not None and asked != -1 and asked < 1:
         raise ArgumentError(f"--max-model-len must be positive or -1 (auto), got {asked}")
     if key is None and asked is not None and asked != -1:
-        # _get_and_verify_max_len: a config with no length key takes the user's value as it is
+        # vllm/config/model.py:_get_and_verify_max_len: a config with no length key takes the user's value as it is
         # (0.10.0-0.33.0), without the derived 2048 or the check against it
         derived = asked
     allow_long = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").strip().lower() in ("1", "true")
@@ -259,8 +259,8 @@ _SCHEDULER_INVALID = "ValidationError: 1 validation error for SchedulerConfig: V
 
 
 def _scheduler_checks(v: dict[str, Any], logs: list[str]) -> None:
-    """vllm/config/scheduler.py:SchedulerConfig.verify_max_model_len (config.py:SchedulerConfig.
-    _verify_args in 0.10.0; the same checks and texts 0.10.0-0.33.0), run when the scheduler
+    """vllm/config/scheduler.py:SchedulerConfig.verify_max_model_len (vllm/config.py:
+    SchedulerConfig._verify_args in 0.10.0; the same checks and texts 0.10.0-0.33.0), run when the scheduler
     config is built from the args."""
     tokens, seqs, mml = v["max_num_batched_tokens"], v["max_num_seqs"], v["max_model_len"]
     if tokens < mml and not v["enable_chunked_prefill"]:

@@ -79,7 +79,7 @@ class Rules:
 
     # vllm/config.py:CacheConfig.gpu_memory_utilization
     DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
-    # vllm/config.py:_FLOAT16_NOT_SUPPORTED_MODELS (0.10.0, 0.10.1.1): the hf_config model types
+    # vllm/config.py:_FLOAT16_NOT_SUPPORTED_MODELS (0.10.0 - 0.10.1.1): the hf_config model types
     # _check_valid_dtype refuses float16 for and _resolve_auto_dtype never picks it for
     FLOAT16_NOT_SUPPORTED = frozenset({"gemma2", "gemma3", "plamo2", "glm4"})
     # vllm/config.py:CacheConfig.block_size default (V1: 16 on CUDA)
@@ -206,7 +206,7 @@ class Rules:
 
     # servefit mirrors vLLM's CPU platform from 0.20.0 (servefit/engines/vllm/cpu_platform.py)
     CPU_PLATFORM = False
-    # --kv-cache-dtype fp8 on the CPU platform (0.20.0 - 0.20.2, platforms/cpu.py:
+    # --kv-cache-dtype fp8 on the CPU platform (0.20.0 - 0.20.2, vllm/platforms/cpu.py:
     # CpuPlatform.check_and_update_config): a RuntimeError with chunked prefill or prefix
     # caching, else a warning and the KV cache back to "auto" ("fallback"); "isa" from 0.21.0
     CPU_FP8_KV = "fallback"

@@ -19,7 +19,7 @@ PREFIX_CACHING_OFF = (
 class Rules(previous.Rules):
     VERSION = "0.10.2"
 
-    # config/__init__.py:_FLOAT16_NOT_SUPPORTED_MODELS adds Gemma 3's text model
+    # vllm/config/__init__.py:_FLOAT16_NOT_SUPPORTED_MODELS adds Gemma 3's text model
     FLOAT16_NOT_SUPPORTED = previous.Rules.FLOAT16_NOT_SUPPORTED | {"gemma3_text"}
 
     def check_engine(self, model: ModelSpec, gpus: GPUSet, env: dict[str, str]) -> None:

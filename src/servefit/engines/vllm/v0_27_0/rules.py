@@ -15,7 +15,7 @@ from servefit.model.spec import ModelSpec
 class Rules(previous.Rules):
     VERSION = "0.27.0"
 
-    # config/model.py:_FLOAT16_NOT_SUPPORTED_MODELS no longer lists plamo2
+    # vllm/config/model.py:_FLOAT16_NOT_SUPPORTED_MODELS no longer lists plamo2
     FLOAT16_NOT_SUPPORTED = previous.Rules.FLOAT16_NOT_SUPPORTED - {"plamo2"}
 
     # MODELS_CONFIG_MAP: the text-only Qwen3_5ForCausalLM / Qwen3_5MoeForCausalLM register

@@ -29,7 +29,8 @@ class Rules(previous.Rules):
         backend supports: LBHNC for CPU_ATTN and for FLASHINFER on SM10x (head-major block
         interiors), else the default preference's LBNHC (FLASH_ATTN). A model without
         attention layers has only Mamba backends, which declare no layout
-        (AttentionBackend.supported_kv_cache_layouts: None): get_supported_kv_cache_layouts
+        (vllm/v1/attention/backend.py:AttentionBackend.supported_kv_cache_layouts: None):
+        vllm/v1/attention/backends/utils.py:get_supported_kv_cache_layouts
         falls back to _DEFAULT_LAYOUT_PREFERENCE, LBNHC first, on any device."""
         cap = capability(gpus.gpu)
         attention = bool(model.attention_layer_ids)
