@@ -22,3 +22,11 @@ def _terminal_width_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     so that `pytest -n N` prints what `pytest` does. Tests of a width set their own."""
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _calibration_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
+    """`servefit doctor` records what a log measured and plans use it (servefit/calibration):
+    every test gets an empty store of its own, so no test plans with another's recording and
+    none writes to the user's. Tests of the store read SERVEFIT_CALIBRATION_DIR."""
+    monkeypatch.setenv("SERVEFIT_CALIBRATION_DIR", str(tmp_path_factory.mktemp("calibration")))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -114,6 +115,8 @@ def _cli(capsys, monkeypatch, argv: list[str], width: str) -> str:
         monkeypatch.delenv("COLUMNS", raising=False)
     else:
         monkeypatch.setenv("COLUMNS", width)
+    # each width's run records into an empty calibration store, as the first run does
+    monkeypatch.setenv("SERVEFIT_CALIBRATION_DIR", tempfile.mkdtemp(prefix="calibration-"))
     with pytest.raises(SystemExit):
         main(list(argv))
     out, _ = capsys.readouterr()

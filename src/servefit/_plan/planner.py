@@ -14,7 +14,15 @@ from functools import lru_cache
 from typing import Any
 
 from servefit._plan import invariants
-from servefit._plan.schema import CpuNodeRef, HardwareRef, ModelRef, PerRank, Plan, Pools
+from servefit._plan.schema import (
+    CalibrationRef,
+    CpuNodeRef,
+    HardwareRef,
+    ModelRef,
+    PerRank,
+    Plan,
+    Pools,
+)
 from servefit.engines.base import Measured, MemoryInputs, Profile, ResolvedArgs, Sizing
 from servefit.engines.registry import select
 from servefit.errors import ArgumentError, EngineRejection, HardwareError
@@ -45,6 +53,9 @@ class PlanRequest:
     measured_weights_gib: float | None = (
         None  # calibrated: the log's "Load weight end ... mem usage"
     )
+    # calibrated (vLLM): measured minus modelled non-KV memory (engines/base.py:Measured)
+    measured_nonkv_correction_gib: float | None = None
+    calibration: CalibrationRef | None = None  # where the measured figures came from
     warnings: tuple[str, ...] = ()
     # False: the plan without the display text its profile can skip (engines/base.py:SizePools;
     # SGLang: the sizing's log lines and the consumers, which its outcomes never read); every
@@ -135,6 +146,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
         free_gib=request.free_gib,
         free_before_gib=request.measured_free_before_gib,
         weights_gib=request.measured_weights_gib,
+        nonkv_correction_gib=request.measured_nonkv_correction_gib,
     )
     measured.check()
     try:
@@ -184,6 +196,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
         error_consumer=None if resolved.error else sizing.error_consumer,
         error_detail=None if resolved.error else sizing.error_detail,
         calibrated=memory.calibrated,
+        calibration=request.calibration if memory.calibrated else None,
         resolved_args=_public_args(profile, resolved.values),
         user_args=args,
         changes=list(resolved.changes),

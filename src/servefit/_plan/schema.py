@@ -136,6 +136,20 @@ class Consumer(Record):
 
 
 @frozen(slots=True, kw_only=True)
+class CalibrationRef(Record):
+    """The calibration entry whose measurements a plan used (servefit/calibration, docs/
+    calibration.md): what the engine measured on a real start of this model on this GPU."""
+
+    id: str
+    source: str  # the log (doctor) or run directory (launch) it was recorded from
+    recorded: str  # when, ISO 8601 UTC
+    terms: list[str]  # the measured figures the plan took from it
+    # settings in which this launch differs from the recorded one ("max_num_seqs: 256 -> 64"):
+    # their effect on the measured terms is modelled, not measured
+    differs: list[str] = field(default_factory=list)
+
+
+@frozen(slots=True, kw_only=True)
 class Plan(Record):
     engine: EngineRef
     model: ModelRef
@@ -145,6 +159,7 @@ class Plan(Record):
     error_consumer: str | None = None  # the consumer that made it fail
     error_detail: str | None = None  # that consumer's numbers against the budget
     calibrated: bool = False  # pre-load and weights figures came from a log
+    calibration: CalibrationRef | None = None  # the stored entry they came from, if any
     resolved_args: dict[str, Any]
     user_args: dict[str, Any]
     changes: list[Change] = field(default_factory=list)

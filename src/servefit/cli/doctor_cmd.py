@@ -67,6 +67,12 @@ Exit status: 0 nothing wrong, 1 the launch failed or something needs attention, 
     help="table for people, json (one object, docs/doctor-json.md) for scripts; shell: only "
     "the fixed launch command (nothing when there is no fix).",
 )
+@click.option(
+    "--no-record",
+    is_flag=True,
+    help="Do not store what the log measured in the calibration store (docs/calibration.md; "
+    "by default plan, explain and fit of the same model, GPU and layout use it).",
+)
 @click.pass_context
 def doctor(
     ctx: click.Context,
@@ -77,6 +83,7 @@ def doctor(
     gpu: str | None,
     engine: str | None,
     fmt: str,
+    no_record: bool,
 ) -> None:
     """Diagnose an SGLang or vLLM log: root cause, fix, and what to watch on a server that started."""
     from servefit.doctor.diagnose import diagnose
@@ -100,6 +107,7 @@ def doctor(
         command = redactor().text(command)  # it is quoted back, and fixed, in the report
     facts = read_log(log)
     report = diagnose(facts, command=command, since=since, model=model, gpu=gpu, engine=engine)
+    recorded = None if no_record else _record(report.calibration)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     elif fmt == "shell":
@@ -111,4 +119,31 @@ def doctor(
         from servefit.doctor.render import render
 
         render(report)
+        if recorded:
+            from servefit.report.console import make_console
+            from servefit.report.grid import Para
+
+            make_console().print(Para(recorded))
     ctx.exit(0 if report.status == "ok" else 1)
+
+
+def _record(entry: dict | None) -> str | None:
+    """Store the report's calibration entry; the line that says so (None: nothing to store)."""
+    if entry is None:
+        return None
+    from servefit.calibration import store
+    from servefit.calibration.entry import from_dict
+    from servefit.errors import ServefitError
+
+    try:
+        _, written = store.save(from_dict(entry, "doctor"))
+    except ServefitError as exc:
+        return f"calibration not recorded: {exc}"
+    if not written:
+        return (
+            f"calibration {entry['id']} already recorded (servefit calibration show {entry['id']})"
+        )
+    return (
+        f"calibration {entry['id']} recorded: plan, explain and fit of this model, GPU and layout "
+        f"now use it (servefit calibration show {entry['id']}; --no-calibration for the cold plan)"
+    )

@@ -86,6 +86,12 @@ def plan_options(f):
             help="Calibrate: 'Load weight end. ... mem usage=X GB' from a real log.",
         ),
         click.option(
+            "--no-calibration",
+            is_flag=True,
+            help="The cold plan: ignore what `servefit doctor` and `servefit launch` recorded "
+            "from real starts on this machine (servefit calibration list).",
+        ),
+        click.option(
             "--env",
             "env",
             multiple=True,
@@ -253,7 +259,7 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
     gpu = visible_gpu(
         profile, parsed.values, engine_env(cmd, cli_env, local), gpu, opts.get("num_gpus")
     )
-    return PlanRequest(
+    request = PlanRequest(
         model=model,
         gpu=gpu,
         engine=engine_spec,
@@ -266,3 +272,22 @@ def request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         measured_weights_gib=opts.get("measured_weights_gib"),
         warnings=tuple(warnings),
     )
+    if opts.get("no_calibration"):
+        return request
+    return calibrated(request)
+
+
+def calibrated(request):
+    """The request with the stored calibration that matches it (servefit/calibration), the
+    store's notes as warnings; unchanged when none matches or the inputs cannot be resolved
+    here (the plan then reports that error itself)."""
+    from dataclasses import replace
+
+    from servefit.calibration.apply import calibrate
+    from servefit.errors import ServefitError
+
+    try:
+        out, notes = calibrate(request)
+    except ServefitError:
+        return request
+    return replace(out, warnings=out.warnings + tuple(notes)) if notes else out

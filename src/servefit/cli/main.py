@@ -40,6 +40,7 @@ LAZY_COMMANDS = {
     "verify": "servefit.cli.verify_cmd:verify",
     "explain": "servefit.cli.explain_cmd:explain",
     "fit": "servefit.cli.fit_cmd:fit",
+    "calibration": "servefit.cli.calibration_cmd:calibration",
 }
 
 

@@ -48,23 +48,7 @@ def diagnose(
     cmd_args = command_args(command) if command else None
     when = parse_since(since, now) if isinstance(since, str) else since
     launch, notes = pick(log, cmd_args)
-    summaries = [
-        LaunchSummary(
-            index=x.index,
-            first_line=x.first_line,
-            last_line=x.last_line,
-            start_time=x.start_time,
-            engine=x.engine.name,
-            outcome=x.outcome,
-        )
-        for x in log.launches
-    ]
-    base = {
-        "path": log.path,
-        "lines": log.lines,
-        "launches": summaries,
-        "launches_total": log.launches_total,
-    }
+    base = _file_summary(log)
     if launch is None:
         return DoctorReport(
             **base,
@@ -93,26 +77,60 @@ def diagnose(
     if launch.outcome == "incomplete":
         findings.append(F.incomplete(launch, log))
 
-    rep = fix = None
+    rep = fix = planned = None
     root = root_cause(launch)
     if replay:
-        rep, root, fix = _replayed(launch, root, findings, command, cmd_args, model, gpu, engine)
+        rep, root, fix, planned = _replayed(
+            launch, root, findings, command, cmd_args, model, gpu, engine
+        )
     if fix is None and root is not None and root.kind == "startup_memory":
         fix = F.fix_from_log(launch, command or launch.command)
 
     findings += F.success_findings(launch, rep, log)
-    status = _status(launch, findings)
     return DoctorReport(
         **base,
         diagnosed=launch.index,
-        status=status,
+        status=_status(launch, findings),
         notes=notes,
         root_cause=root,
         fix=fix,
         findings=findings,
         replay=rep,
         launch=launch,
+        calibration=_calibration(launch, planned, log.path),
     )
+
+
+def _file_summary(log: LogFacts) -> dict[str, Any]:
+    """The report's fields about the file: its path, size and launches."""
+    summaries = [
+        LaunchSummary(
+            index=x.index,
+            first_line=x.first_line,
+            last_line=x.last_line,
+            start_time=x.start_time,
+            engine=x.engine.name,
+            outcome=x.outcome,
+        )
+        for x in log.launches
+    ]
+    return {
+        "path": log.path,
+        "lines": log.lines,
+        "launches": summaries,
+        "launches_total": log.launches_total,
+    }
+
+
+def _calibration(launch: LaunchFacts, planned: Any, path: str) -> dict[str, Any] | None:
+    """The calibration entry of the replayed launch (calibration/record.py), as JSON."""
+    if planned is None:
+        return None
+    from servefit.doctor.calibration import entry_of
+
+    p, request = planned
+    entry = entry_of(launch, request, p, source=path, kind="doctor")
+    return entry.to_dict() if entry is not None else None
 
 
 def _replayed(
@@ -124,7 +142,7 @@ def _replayed(
     model: Any,
     gpu: Any,
     engine: str | None,
-) -> tuple[Replay | None, RootCause | None, Fix | None]:
+) -> tuple[Replay | None, RootCause | None, Fix | None, Any]:
     """Replay the launch with the planner (doctor.replay): the consumer behind a memory failure,
     the fix and its command; findings are appended to `findings`."""
     from servefit.doctor.replay import fixed_command, propose_fix
@@ -168,7 +186,7 @@ def _replayed(
         fix = fix.model_copy(
             update={"command": fixed_command(base_cmd, fix, launch.engine.name or "", profile)}
         )
-    return rep, root, fix
+    return rep, root, fix, planned
 
 
 def _command_replay(

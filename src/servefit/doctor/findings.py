@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from servefit.doctor.calibration import measured
 from servefit.doctor.facts import ErrorFact, LaunchFacts, LogFacts
-from servefit.doctor.replay import measured
 from servefit.doctor.schema import Finding, Fix, FixChange, FixOption, Replay, RootCause
 
 # Tool / reasoning parsers per architecture family. The engine picks a parser from the chat

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from servefit.doctor.calibration import kv_memory_set, measured, measurements
 from servefit.doctor.facts import LaunchFacts
 from servefit.doctor.schema import Finding, Fix, FixChange, FixOption, PoolCheck, Replay
 from servefit.doctor.vllm import CPU_FEATURE_OF
@@ -45,19 +46,6 @@ def engine_spec(launch: LaunchFacts, override: str | None) -> tuple[str, str | N
             f"inferred: SGLang does not print its version; {match.why}"
         )
     return name, "not printed"
-
-
-def measured(launch: LaunchFacts) -> tuple[float | None, float | None]:
-    """(free before weights, weights) per rank as the engine sizes them: min over ranks."""
-    before = [
-        r.free_before_weights_gib for r in launch.ranks if r.free_before_weights_gib is not None
-    ]
-    after = [r.free_after_weights_gib for r in launch.ranks if r.free_after_weights_gib is not None]
-    weights = [r.weights_gib for r in launch.ranks if r.weights_gib is not None]
-    P = min(before) if before else None
-    if P is not None and after:
-        return P, round(P - min(after), 4)
-    return P, (max(weights) if weights else None)
 
 
 def _model(ref: Any, launch: LaunchFacts, notes: list[str]):
@@ -99,7 +87,9 @@ def log_cpu(launch: LaunchFacts) -> GPUSpec | None:
     features = frozenset(CPU_FEATURE_OF[c.why] for c in launch.changes if c.why in CPU_FEATURE_OF)
     after = pools.cpu_node_available_gib  # the worker's own figure, once the engine was up
     host = HostMemory(
-        node=pools.cpu_node or 0, node_meminfo=None, system_total=round(total * GiB),
+        node=pools.cpu_node or 0,
+        node_meminfo=None,
+        system_total=round(total * GiB),
         system_available=None,
         available_after_load=round(after * GiB) if after is not None else None,
     )
@@ -183,6 +173,10 @@ def _args(
     if not src and command_args:
         src = dict(command_args)
         notes.append("the log does not print its arguments: the replay uses --command's")
+    elif not src and launch.command:
+        src = _logged_command_args(launch.command)
+        if src:
+            notes.append("the log does not print its arguments: the replay uses its launch command")
     if engine != "sglang":
         return {k: v for k, v in src.items() if v is not None}
     dests = {f.dest for f in registry.profile(engine, profile).flags}
@@ -191,6 +185,20 @@ def _args(
     if isinstance(out.get("speculative_algorithm"), str):
         out["speculative_algorithm"] = out["speculative_algorithm"].upper()
     return out
+
+
+def _logged_command_args(text: str) -> dict[str, Any]:
+    """The engine args of a launch command quoted in the log, after a shell prompt ("$ ", "# ")
+    a paste keeps; {} when it is not a launch command."""
+    from servefit.doctor.launches import command_args
+
+    stripped = text.strip()
+    while stripped[:1] in ("$", "#", ">") and stripped[1:2] in (" ", ""):
+        stripped = stripped[1:].strip()
+    try:
+        return command_args(stripped)
+    except ServefitError:
+        return {}
 
 
 def replay(
@@ -246,10 +254,10 @@ def replay(
             args=args,
             env=env,
             measured_free_before_gib=P,
-            measured_weights_gib=W if P is not None else None,
+            measured_weights_gib=W,  # vLLM prints no free memory: its weights alone
         )
-        if P is None and W is not None:
-            request = replace(request, measured_weights_gib=W)
+        if ref.name == "vllm" and not on_cpu:  # the log's "Available KV cache memory"
+            request = _with_nonkv(request, launch, args, env, notes, use_command)
         p = plan(request)
     except ServefitError as exc:
         return (
@@ -272,6 +280,38 @@ def replay(
         # the CPU worker sizes nothing at run time but the KV memory, read here from the log
         rep = rep.model_copy(update={"calibrated": True})
     return rep, (p, request), _gap_findings(launch, p, checks)
+
+
+def _with_nonkv(
+    request: Any,
+    launch: LaunchFacts,
+    args: dict[str, Any],
+    env: dict[str, str],
+    notes: list[str],
+    use_command: bool,
+) -> Any:
+    """vLLM: the request with the log's own non-KV memory. The engine prints only what its
+    profiling run left ("Available KV cache memory", gpu_worker.py:determine_available_memory),
+    so the log's launch is planned with servefit's model and the difference becomes a measured
+    correction (calibration/apply.py); the replay then sizes the KV cache from the logged figure."""
+    logged = measurements(launch).kv_available_gib
+    if logged is None or kv_memory_set(launch, args):
+        return request
+    log_request = request
+    if use_command:  # the correction belongs to the log's launch, not to --command's
+        log_args = _args(launch, request.engine.split("==")[-1], "vllm", None, [], False)
+        log_request = replace(request, args=log_args or args, env=env)
+    from servefit._plan.planner import plan
+
+    cold = plan(replace(log_request, text=False))
+    if cold.pools.budget_gib <= 0:  # stopped before the profiling run, or weights too large
+        return request
+    correction = round(cold.pools.budget_gib - logged, 6)
+    notes.append(
+        f"non-KV memory from the log: {logged:g} GiB available for the KV cache, "
+        f"{correction:+.3f} GiB against servefit's model of the profiling run"
+    )
+    return replace(request, measured_nonkv_correction_gib=correction)
 
 
 def _gap_findings(launch: LaunchFacts, p: Any, checks: list[PoolCheck]) -> list[Finding]:
@@ -325,6 +365,7 @@ def _summary(p, args, notes, P, W, ref, checks) -> Replay:
         gpu=p.hardware.gpu,
         measured_free_before_gib=P,
         measured_weights_gib=W,
+        measured_nonkv_correction_gib=_correction(p),
         calibrated=p.calibrated,
         args=args,
         verdict=p.verdict,
@@ -340,6 +381,11 @@ def _summary(p, args, notes, P, W, ref, checks) -> Replay:
         checks=checks,
         notes=notes,
     )
+
+
+def _correction(p: Any) -> float | None:
+    c = next((c for c in p.consumers if c.name == "calibration correction"), None)
+    return round(c.gib, 4) if c is not None else None
 
 
 def _check(

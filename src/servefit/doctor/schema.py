@@ -42,6 +42,8 @@ class Replay(_Frozen):
     gpu: str
     measured_free_before_gib: float | None = None
     measured_weights_gib: float | None = None
+    # vLLM: the log's non-KV memory minus servefit's model of it (calibration/apply.py)
+    measured_nonkv_correction_gib: float | None = None
     calibrated: bool = False
     args: dict[str, Any] = Field(default_factory=dict)  # what the replay passed as engine args
     verdict: Literal["ok", "fail"]
@@ -114,3 +116,6 @@ class DoctorReport(_Frozen):
     findings: list[Finding] = Field(default_factory=list)
     replay: Replay | None = None
     launch: LaunchFacts | None = None
+    # the calibration entry of this launch (calibration/entry.py, docs/calibration.md): stored
+    # by `servefit doctor` unless --no-record
+    calibration: dict[str, Any] | None = None

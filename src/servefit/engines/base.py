@@ -120,6 +120,10 @@ class MemoryInputs:
     weights_gib: float
     draft_weights_gib: float = 0.0
     calibrated: bool = False
+    # vLLM: the profiling run's memory (activation peak, memory outside torch, CUDA-graph
+    # estimate) as a real start measured it, minus what servefit models at that start's flags
+    # (servefit/calibration/apply.py): added to the modelled figure of this launch
+    nonkv_correction_gib: float = 0.0
 
 
 @frozen
@@ -130,6 +134,9 @@ class Measured:
     free_gib: float | None = None
     free_before_gib: float | None = None
     weights_gib: float | None = None
+    # vLLM's measured non-KV memory minus the modelled one at the calibration start (GiB; may
+    # be negative): MemoryInputs.nonkv_correction_gib
+    nonkv_correction_gib: float | None = None
 
     def check(self) -> None:
         for name, val in (
@@ -142,7 +149,9 @@ class Measured:
 
     @property
     def calibrated(self) -> bool:
-        return self.free_before_gib is not None and self.weights_gib is not None
+        return self.nonkv_correction_gib is not None or (
+            self.free_before_gib is not None and self.weights_gib is not None
+        )
 
 
 @frozen

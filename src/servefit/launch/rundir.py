@@ -54,13 +54,9 @@ class UnreadableRecord(ServefitError, ValueError):
 
 def default_root() -> Path:
     """$SERVEFIT_RUNS_DIR, else $XDG_STATE_HOME/servefit/runs (~/.local/state/servefit/runs)."""
-    env = os.environ.get(RUNS_ENV)
-    if env:
-        return Path(env).expanduser()
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(state) / "servefit" / "runs"
+    from servefit.statedir import state_dir
+
+    return state_dir(RUNS_ENV, "runs")
 
 
 DIR_MODE = 0o700

@@ -13,7 +13,7 @@ from servefit.report.commands import command_for
 from servefit.report.console import make_console, plain
 from servefit.report.fixes import command_block, fix_block, fixed_command, with_fix
 from servefit.report.grid import Col, Grid, Para
-from servefit.report.table import header, num
+from servefit.report.table import calibration_line, header, num
 from servefit.report.verdict import of_plan, requests
 
 
@@ -188,6 +188,9 @@ def render_explanation(
     p = e.plan
     verdict = with_fix(of_plan(p), e.fix, p)
     console.print(verdict.text())
+    calibrated = calibration_line(p)
+    if calibrated is not None:
+        console.print(calibrated)
     console.print(Para(header(p)))
     for w in p.warnings:
         console.print(Para(w, prefix="warning: ", prefix_style="yellow"))

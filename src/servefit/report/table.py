@@ -246,6 +246,17 @@ def header(plan: Plan) -> str:
     )
 
 
+def calibration_line(plan: Plan) -> Para | None:
+    """Where the plan's measured terms came from, when a stored calibration gave them."""
+    c = plan.calibration
+    if c is None:
+        return None
+    text = f"{c.source}, {c.recorded[:10]} (entry {c.id}): {'; '.join(c.terms)}"
+    if c.differs:
+        text += f". Modelled, not measured: {'; '.join(c.differs)}"
+    return Para(text, prefix="calibrated from ", prefix_style="cyan")
+
+
 def engine_lines(plan: Plan) -> Group:
     return Group(
         Text("What the engine will log:", style="bold"),
@@ -266,6 +277,9 @@ def render_plan(
     console = console or make_console()
     verdict = with_fix(verdict or of_plan(plan), fix, plan)
     console.print(verdict.text())
+    calibrated = calibration_line(plan)
+    if calibrated is not None:
+        console.print(calibrated)
     console.print(Para(header(plan)))
     for w in plan.warnings:
         console.print(Text("warning: ", style="yellow") + Text(w))

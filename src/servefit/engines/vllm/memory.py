@@ -39,7 +39,7 @@ def memory_inputs(
             weights_gib=measured.weights_gib if measured.weights_gib is not None else w.target_gib,
             draft_weights_gib=0.0 if measured.weights_gib is not None else draft,
             calibrated=measured.weights_gib is not None,
-        )
+        )  # the CPU worker profiles nothing: its KV memory is the one set
     total = cuda_total_gib(gpus.gpu)
     if measured.free_before_gib is not None:
         free = measured.free_before_gib
@@ -57,5 +57,6 @@ def memory_inputs(
         pre_load_free_gib=free,
         weights_gib=given if given is not None else w.target_gib,
         draft_weights_gib=0.0 if given is not None else draft,  # inside the measured figure
-        calibrated=given is not None,
+        calibrated=given is not None or measured.nonkv_correction_gib is not None,
+        nonkv_correction_gib=measured.nonkv_correction_gib or 0.0,
     )

@@ -131,6 +131,7 @@ def size(
         encoder_profiled=v["_encoder_profiled"],
         sampler_rank=True,
         graphs_per_mode=v["_graphs"],
+        correction_gib=memory.nonkv_correction_gib,
     )
     run = _Run(
         nonkv,
@@ -458,7 +459,10 @@ def _sizing(
         draft_weights_gib=memory.draft_weights_gib,
         kv_cache_gib=pool * (1 - mamba_share) / GiB,
         mamba_state_gib=pool * mamba_share / GiB,
-        reserved_gib=nonkv.activation + nonkv.non_torch + (nonkv.cudagraph if cg_on else 0.0),
+        reserved_gib=nonkv.activation
+        + nonkv.non_torch
+        + (nonkv.cudagraph if cg_on else 0.0)
+        + nonkv.correction,
         free_gib=free_after,
         non_torch_gib=nonkv.non_torch,
         graphs_gib=nonkv.cudagraph if v["_graphs"] else 0.0,
@@ -533,7 +537,18 @@ def _consumers(
     """What takes the worker's memory, each with the flags that move it."""
     g, bpb = layout.grouping, layout.bytes_per_block
     pool = num_blocks * bpb
-    return [
+    calibration = (
+        [
+            Consumer(
+                name="calibration correction",
+                gib=nonkv.correction,
+                formula="a real start's non-KV memory minus the model's at its flags",
+            )
+        ]
+        if nonkv.correction
+        else []
+    )
+    return calibration + [
         Consumer(name="weights", gib=loaded, formula="Model loading took (target + MTP layers)"),
         Consumer(
             name=f"activation peak ({nonkv.activation_phase})",

@@ -58,6 +58,8 @@ class NonKV:
     encoder: float
     non_torch: float
     cudagraph: float  # the estimate (whether or not the engine subtracts it)
+    # a calibration's measured-minus-modelled non-KV memory (MemoryInputs.nonkv_correction_gib)
+    correction: float = 0.0
 
     def total(self, cudagraph_applied: bool) -> float:
         return (
@@ -65,6 +67,7 @@ class NonKV:
             + self.activation
             + self.non_torch
             + (self.cudagraph if cudagraph_applied else 0.0)
+            + self.correction
         )
 
 
@@ -123,6 +126,7 @@ def estimate(
     encoder_profiled: bool,
     sampler_rank: bool,
     graphs_per_mode: dict[str, int],
+    correction_gib: float = 0.0,
 ) -> tuple[NonKV, list[str]]:
     notes: list[str] = []
     sampler = sampler_bytes(max_num_seqs, model.vocab_size) if sampler_rank else 0.0
@@ -149,6 +153,7 @@ def estimate(
             encoder=encoder / GiB,
             non_torch=NON_TORCH_GIB,
             cudagraph=cudagraph_bytes(graphs_per_mode) / GiB,
+            correction=correction_gib,
         ),
         notes,
     )
