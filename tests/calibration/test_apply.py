@@ -44,9 +44,7 @@ def _recorded_from_launch(index: int, tmp_path) -> None:
     """`servefit doctor` on the recipes12 log, diagnosing launch `index`, as it records it."""
     log = read_log(str(RECIPES))
     launch = log.launches[index - 1]
-    from servefit.doctor import diagnose as diag
-
-    report = diag.diagnose(
+    report = diagnose(
         log.model_copy(update={"launches": [launch]}),
         model=str(CODER),
         gpu=H20,

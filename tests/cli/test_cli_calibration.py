@@ -115,3 +115,19 @@ def test_no_secret_reaches_the_store(capsys):
     run(capsys, "doctor", str(FAIL), "--gpu", "A6000", "--command", cmd)
     for name in os.listdir(store.root()):
         assert key not in (store.root() / name).read_text()
+
+
+def test_fit_sizes_the_recorded_layout_with_it(capsys):
+    fit = [
+        "fit", "Qwen/Qwen3.6-27B", "--gpu", "A6000", "--num-gpus", "2", "--context", "32768",
+        "--spec", "mtp", "--concurrency", "16", "--engine", "sglang==0.5.9", "--format", "json",
+    ]  # fmt: skip
+    _, out, _ = run(capsys, *fit)
+    assert all(n["calibrated_from"] is None for n in json.loads(out)["layouts"])
+    _doctor(capsys)
+    _, out, _ = run(capsys, *fit)
+    layouts = {(n["tp_size"], n["pp_size"]): n for n in json.loads(out)["layouts"]}
+    assert layouts[(2, 1)]["calibrated_from"].startswith(f"{FAIL}, ")  # the logged TP 2
+    assert layouts[(1, 2)]["calibrated_from"] is None  # no start of TP 1 x PP 2 recorded
+    _, out, _ = run(capsys, *fit, "--no-calibration")
+    assert all(n["calibrated_from"] is None for n in json.loads(out)["layouts"])

@@ -225,3 +225,39 @@ def test_ctrl_c_while_starting_stops_the_engine(capsys, runs_root, monkeypatch):
     rec = run_dir.read()
     assert rec.stop.by == "Ctrl-C during start-up" and rec.stop.signals == ["SIGTERM"]
     assert rec.timings.ready is None
+
+
+def test_a_ready_start_calibrates_the_next_plan(capsys, runs_root):
+    """The supervisor records what the start measured once it is ready; the stand-in's
+    "Load weight begin. avail mem=46.92 GB" and "mem usage=25.51 GB" (SGLANG_NUMBERS, made up,
+    not a measurement) are what the store then holds, and what the next plan takes."""
+    from servefit.calibration import store
+    from tests.standin.engine import SGLANG_NUMBERS
+
+    port = free_port()
+    code, out, _ = run(capsys, *launch_args(runs_root, port), *HAND_TUNED_ARGV)
+    assert code == 0, out
+    [run_dir] = list_runs(runs_root)
+    assert wait_for(lambda: run_dir.read().calibration is not None, 30)
+    (entry,) = store.load()[0]
+    assert entry.id == run_dir.read().calibration
+    assert entry.source == str(run_dir.path) and entry.source_kind == "launch"
+    assert entry.measured.free_before_weights_gib == SGLANG_NUMBERS["avail_before"]
+    assert entry.measured.weights_gib == SGLANG_NUMBERS["weights"]
+    run(capsys, "stop", run_dir.id, "--runs-dir", str(runs_root))
+    code, out, _ = run(
+        capsys, "plan", *SEED_TARGET_ARGV, "--", *SEED, *HAND_TUNED_ARGV, "--port", str(port)
+    )
+    assert code == 0 and out.splitlines()[1].startswith(f"calibrated from {run_dir.path}, ")
+
+
+def test_no_record_leaves_the_store_empty(capsys, runs_root):
+    from servefit.calibration import store
+
+    code, out, _ = run(
+        capsys, *launch_args(runs_root, free_port(), "--no-record"), *HAND_TUNED_ARGV
+    )
+    assert code == 0, out
+    [run_dir] = list_runs(runs_root)
+    run(capsys, "stop", run_dir.id, "--runs-dir", str(runs_root))
+    assert run_dir.read().calibration is None and store.load()[0] == []

@@ -7,6 +7,7 @@ from typing import Any
 
 from servefit._explain.schema import Outcome
 from servefit._fit.command import DEFAULT_DIST_ADDR
+from servefit.calibration.entry import Entry
 from servefit.errors import ArgumentError
 from servefit.frozen import frozen
 from servefit.model.spec import ModelSpec
@@ -39,6 +40,9 @@ class FitRequest:
     baseline: dict[str, Any] | None = None  # engine args of a hand-tuned launch, to compare
     dist_init_addr: str = DEFAULT_DIST_ADDR
     model_path: str | None = None  # what --model-path says in the commands
+    # recorded starts (servefit/calibration): a layout with an entry of its own release, GPU,
+    # model and TP/PP is sized with what that start measured
+    calibrations: tuple[Entry, ...] = ()
 
     # The search runs on a complete request: fit() picks num_gpus and _fit() sets the engine's
     # headroom before anything below reads them.

@@ -41,6 +41,8 @@ class LayoutNote(Record):
     evaluated: int
     starting: int
     rejected: str | None = None  # why servefit or the engine rejects the layout outright
+    # the recorded start this layout was sized with (servefit/calibration): "<source>, <date>"
+    calibrated_from: str | None = None
 
 
 @frozen(slots=True, kw_only=True)

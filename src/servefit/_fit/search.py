@@ -27,6 +27,7 @@ from servefit._fit.schema import FitResult, LayoutNote
 from servefit._fit.space import FitSpace, space_for
 from servefit._plan.planner import PlanRequest, resolve_gpu, resolve_model
 from servefit._plan.schema import Plan
+from servefit.calibration.entry import Entry
 from servefit.errors import ArgumentError
 from servefit.evolve import evolve
 
@@ -122,7 +123,9 @@ def _fit(req: FitRequest) -> FitResult:
     for tp in layouts:
         pp = total // tp
         base = {**carried, **space.layout_args(tp, pp, req.context, spec_args), **kept}
-        layout_req = evolve(proto, args=base, num_gpus=tp * pp)
+        layout_req, calibrated = _calibrated(
+            evolve(proto, args=base, num_gpus=tp * pp), req.calibrations
+        )
         p0, err = try_plan(layout_req)
         if p0 is None:
             notes.append(LayoutNote(tp_size=tp, pp_size=pp, evaluated=1, starting=0, rejected=err))
@@ -138,6 +141,7 @@ def _fit(req: FitRequest) -> FitResult:
                 evaluated=len(mine) + 1,
                 starting=sum(e.ok for e in mine),
                 rejected=None if any(e.ok for e in mine) else _why_none(p0, mine),
+                calibrated_from=calibrated,
             )
         )
     search_s = time.perf_counter() - t0
@@ -183,6 +187,22 @@ def _fit(req: FitRequest) -> FitResult:
         note=None if best else _nothing_note(req, notes),
         ranking=ranking.RANKING.format(margin=ranking.FRACTION_MARGIN),
     )
+
+
+def _calibrated(request: PlanRequest, entries: tuple[Entry, ...]) -> tuple[PlanRequest, str | None]:
+    """The layout's request with its recorded start's measurements (calibration/apply.py), and
+    where they came from; unchanged when no entry matches the layout."""
+    if not entries:
+        return request, None
+    from servefit.calibration.apply import calibrate_with
+    from servefit.errors import ServefitError
+
+    try:
+        out, _ = calibrate_with(request, entries)
+    except ServefitError:  # the layout's own plan reports what is wrong with it
+        return request, None
+    c = out.calibration
+    return out, (f"{c.source}, {c.recorded[:10]}" if c is not None else None)
 
 
 def _search_layout(

@@ -13,6 +13,7 @@ between the two starts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,15 +57,18 @@ def calibrate(request: PlanRequest, where: Path | None = None) -> tuple[PlanRequ
     """The request with the best entry's measurements, and notes for the plan's first lines
     (what was used, what was not and why). A request that already carries measured figures
     (--measured-*, --free-gib) is the user's calibration and is left as it is."""
-    if (
-        request.measured_free_before_gib is not None
-        or request.measured_weights_gib is not None
-        or request.measured_nonkv_correction_gib is not None
-        or request.free_gib is not None
-    ):
+    if _measured_given(request):
         return request, []
     entries, notes = store.load(where)
-    if not entries:
+    out, more = calibrate_with(request, entries)
+    return out, notes + more
+
+
+def calibrate_with(request: PlanRequest, entries: Sequence[Entry]) -> tuple[PlanRequest, list[str]]:
+    """calibrate() with the entries given (newest first), the store not read: fit matches one
+    loaded store to each layout it searches."""
+    notes: list[str] = []
+    if not entries or _measured_given(request):
         return request, notes
     found = key_for(request)
     if found is None:
@@ -88,6 +92,15 @@ def _resolved_differences(entry: Entry, request: PlanRequest) -> tuple[str, ...]
 
     resolved = plan(replace(request, text=False)).resolved_args
     return match.differences(entry.args, resolved, resolved=True)
+
+
+def _measured_given(request: PlanRequest) -> bool:
+    return (
+        request.measured_free_before_gib is not None
+        or request.measured_weights_gib is not None
+        or request.measured_nonkv_correction_gib is not None
+        or request.free_gib is not None
+    )
 
 
 def with_entry(request: PlanRequest, entry: Entry, model: Any, gpu: Any) -> PlanRequest:

@@ -122,6 +122,12 @@ def fit_options(f):
             help="Override the free memory per GPU before weights load (GiB).",
         ),
         click.option(
+            "--no-calibration",
+            is_flag=True,
+            help="Ignore what real starts on this machine measured (servefit calibration list); "
+            "by default a layout with a recorded start of this model and GPU is sized with it.",
+        ),
+        click.option(
             "--env",
             "env",
             multiple=True,
@@ -221,4 +227,13 @@ def fit_request_from_cli(ctx: click.Context, opts: dict[str, Any]):
         baseline=baseline,
         dist_init_addr=opts.get("dist_init_addr") or "NODE0_IP:50000",
         model_path=opts.get("model_path"),
+        calibrations=() if opts.get("no_calibration") else _stored_calibrations(),
     )
+
+
+def _stored_calibrations() -> tuple:
+    """The calibration store's entries (servefit/calibration/store.py); fit matches them to
+    each layout it searches."""
+    from servefit.calibration import store
+
+    return tuple(store.load()[0])

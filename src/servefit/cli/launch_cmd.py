@@ -196,6 +196,12 @@ def _plan_request(
     is_flag=True,
     help="Stay attached after ready, until the engine exits (Ctrl-C detaches).",
 )
+@click.option(
+    "--no-record",
+    is_flag=True,
+    help="Do not store what this start measures in the calibration store "
+    "(docs/calibration.md; by default later plans of the same model, GPU and layout use it).",
+)
 @click.pass_context
 def launch(
     ctx: click.Context,
@@ -211,6 +217,7 @@ def launch(
     grace: float,
     keep_failed: bool,
     follow: bool,
+    no_record: bool,
     **opts: Any,
 ) -> None:
     """Start an engine under supervision: preflight, fresh log, progress, readiness."""
@@ -268,6 +275,7 @@ def launch(
         settle_s=settle,  # type: ignore[arg-type]
         grace_s=grace,
         keep_failed=keep_failed,
+        record_calibration=not no_record,
     )
     try:
         run = prepare_run(

@@ -11,24 +11,9 @@ replay (the planner re-run on the log's own measurements). JSON: docs/doctor-jso
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from servefit.doctor.facts import LogFacts
-    from servefit.doctor.schema import DoctorReport
+# Bound here, after their modules: a function named like its module would otherwise be
+# replaced by the module object as soon as anything imports servefit.doctor.diagnose.
+from servefit.doctor.diagnose import diagnose
+from servefit.doctor.launches import read_log
 
 __all__ = ["read_log", "diagnose"]
-
-
-def read_log(source: Any) -> LogFacts:
-    """A path, "-" (stdin), a binary file object, or an iterable of lines / blocks of lines."""
-    from servefit.doctor.launches import read_log as _read
-
-    return _read(source)
-
-
-def diagnose(log: LogFacts, **kwargs: Any) -> DoctorReport:
-    """See servefit.doctor.diagnose.diagnose for the keyword arguments."""
-    from servefit.doctor.diagnose import diagnose as _diagnose
-
-    return _diagnose(log, **kwargs)

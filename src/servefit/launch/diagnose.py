@@ -40,7 +40,6 @@ def _from_doctor(run: RunDir, record: RunRecord) -> Diagnosis | None:
     VLLM_CPU_KVCACHE_SPACE, ...), engine version, GPU and model go with it: SGLang prints neither
     its version nor the GPU, and the doctor's re-plan needs both."""
     try:
-        from servefit.doctor import diagnose, read_log
         from servefit.doctor.render import render
     except ImportError:
         return None
@@ -49,13 +48,8 @@ def _from_doctor(run: RunDir, record: RunRecord) -> Diagnosis | None:
     from rich.console import Console
 
     try:
-        report = diagnose(
-            read_log(str(run.log_path)),
-            command=_with_env(run, record.command_line),
-            engine=record.plan_engine,
-            gpu=record.plan_gpu,
-            model=record.plan_model,
-        )
+        report = _doctor_report(run, record)
+        calibrate_from(report, run, record)
         out = io.StringIO()
         render(report, Console(file=out, width=100, color_system=None, force_terminal=False))
     except Exception:  # a doctor bug must not hide the log from the user
@@ -67,6 +61,48 @@ def _from_doctor(run: RunDir, record: RunRecord) -> Diagnosis | None:
     if report.fix is not None and report.fix.command:
         summary += f" | fixed command: {report.fix.command}"
     return Diagnosis(summary=summary, text=out.getvalue(), source="doctor")
+
+
+def _doctor_report(run: RunDir, record: RunRecord):  # -> servefit.doctor.schema.DoctorReport
+    from servefit.doctor.diagnose import diagnose
+    from servefit.doctor.launches import read_log
+
+    return diagnose(
+        read_log(str(run.log_path)),
+        command=_with_env(run, record.command_line),
+        engine=record.plan_engine,
+        gpu=record.plan_gpu,
+        model=record.plan_model,
+    )
+
+
+def calibrate_run(run: RunDir, record: RunRecord) -> None:
+    """Once the engine is ready: what its start measured, into the calibration store
+    (record.calibration names the entry). The doctor reads the run's own log, as after a
+    failure; a start that measured nothing a plan takes (vLLM's CPU platform) records nothing."""
+    if not record.config.record_calibration:
+        return
+    try:
+        report = _doctor_report(run, record)
+    except Exception:  # recording must never disturb a start that succeeded
+        return
+    calibrate_from(report, run, record)
+
+
+def calibrate_from(report, run: RunDir, record: RunRecord) -> None:  # noqa: ANN001
+    """Store the report's calibration entry as this run's (source: the run directory)."""
+    if not record.config.record_calibration or report.calibration is None:
+        return
+    from servefit.calibration import store
+    from servefit.calibration.entry import from_dict
+    from servefit.errors import ServefitError
+
+    data = {**report.calibration, "source": str(run.path), "source_kind": "launch"}
+    try:
+        store.save(from_dict(data, "launch"))
+    except ServefitError:
+        return
+    record.calibration = data["id"]
 
 
 def _with_env(run: RunDir, command_line: str) -> str:

@@ -61,6 +61,9 @@ class SupervisorConfig(_Model):
     unhealthy_after: int = 3  # failed health checks in a row that mean "stopped answering"
     grace_s: float = 15.0  # SIGTERM -> SIGKILL when servefit stops the engine itself
     keep_failed: bool = False  # leave an engine that never became ready running
+    # store what the start measured in the calibration store (docs/calibration.md); False:
+    # `servefit launch --no-record`
+    record_calibration: bool = True
 
 
 class EngineFacts(_Model):
@@ -167,6 +170,7 @@ class RunRecord(_Model):
         default_factory=list
     )  # group members alive after the leader exited
     diagnosis: str | None = None  # the doctor's summary; the full text is in diagnosis.txt
+    calibration: str | None = None  # the calibration entry this start recorded (or had already)
     probe_key: str | None = None  # the key the probes send, redacted: "--api-key ***5e884898"
     # Why readiness stopped at /health: the server wants a key servefit does not know (or
     # refused the one it sent). The server runs; it is not failed, and not stopped for it.

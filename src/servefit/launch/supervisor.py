@@ -189,7 +189,7 @@ class Supervisor:
         "state", "message", "pid", "pgid", "pid_start_ticks", "watcher_pid",
         "watcher_start_ticks", "exit_code",
         "exit_signal", "served_model", "timings", "facts", "leftover_pids", "diagnosis",
-        "auth_note",
+        "auth_note", "calibration",
     )  # fmt: skip
 
     def _commit(self) -> bool:
@@ -387,6 +387,7 @@ class Supervisor:
             self._enter("ready", fill=False)
             rec.timings.time_to_ready_s = round(rec.timings.ready - rec.timings.started, 3)  # type: ignore[operator]
             self._ready_mono = self.clock()
+            self._calibrate()
             return
         if prober.unresponsive:
             self._fail(f"the engine {prober.unresponsive}")
@@ -479,6 +480,16 @@ class Supervisor:
     def _reap_adopted(self) -> None:
         engine = self.proc.pid if self.proc is not None else None
         procs.reap({pid: t for pid, t in self._ended.items() if pid != engine})
+
+    def _calibrate(self) -> None:
+        """Record what the start measured (launch/diagnose.py:calibrate_run), after the ready
+        state is committed: the user sees ready first."""
+        from servefit.launch.diagnose import calibrate_run
+
+        self._commit()
+        calibrate_run(self.rundir, self.record)
+        if self.record.calibration:
+            self._commit()
 
     def _diagnose(self) -> None:
         from servefit.launch.diagnose import diagnose_run

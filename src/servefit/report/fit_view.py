@@ -152,6 +152,14 @@ def render_fit(r: FitResult, console: Console | None = None) -> None:
     if r.gpus_note:
         console.print(Para(r.gpus_note, prefix="note: ", prefix_style="yellow"))
     for n in r.layouts:
+        if n.calibrated_from:
+            console.print(
+                Para(
+                    n.calibrated_from,
+                    prefix=f"TP {n.tp_size} x PP {n.pp_size} calibrated from ",
+                    prefix_style="cyan",
+                )
+            )
         if n.rejected:
             console.print(
                 Para(n.rejected, prefix=f"TP {n.tp_size} x PP {n.pp_size}: ", style="dim")
