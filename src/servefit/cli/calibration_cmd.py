@@ -49,21 +49,27 @@ def list_cmd(fmt: str) -> None:
     if not entries:
         click.echo(f"no calibration entries in {store.root()}; `servefit doctor LOG` records one")
         return
-    from rich.console import Console
-    from rich.table import Table
+    from servefit.report.console import make_console
+    from servefit.report.grid import Col, Grid
 
-    t = Table(title=f"calibration entries in {store.root()}", title_justify="left")
-    for col in ("id", "recorded", "launch", "measured"):
-        t.add_column(col, overflow="fold")
+    t = Grid(
+        [
+            Col("id"),
+            Col("recorded"),
+            Col("start", wrap=True),
+            Col("measured", wrap=True, under=True),
+        ],
+        f"Calibration entries in {store.root()}, newest first",
+    )
     for e in entries:
-        t.add_row(
+        t.add(
             e.id,
             e.recorded[:16].replace("T", " "),
-            f"{e.model}\n{e.engine}=={e.profile}, {e.num_gpus}x {e.gpu}, "
-            f"TP {e.tp} PP {e.pp} DP {e.dp}\n{e.source}",
-            "\n".join(_terms(e)),
+            f"{e.model} on {e.num_gpus}x {e.gpu}, TP {e.tp} PP {e.pp} DP {e.dp}, "
+            f"{e.engine}=={e.profile} ({e.outcome}); {e.source}",
+            ", ".join(_terms(e)),
         )
-    Console().print(t)
+    make_console().print(t)
 
 
 @calibration.command("show")
