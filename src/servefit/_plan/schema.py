@@ -150,6 +150,20 @@ class CalibrationRef(Record):
 
 
 @frozen(slots=True, kw_only=True)
+class Band(Record):
+    """A cold plan at the two edges of the measured terms it models (_plan/band.py), per rank."""
+
+    kv_budget_gib: float  # the KV budget moves by up to this much either way
+    kv_tokens_low: int
+    kv_tokens_high: int
+    verdict_low: str
+    verdict_high: str
+    error_low: str | None = None  # what the engine says at the low edge, when it fails there
+    marginal: bool
+    terms: list[str] = field(default_factory=list)  # each term's bound, and its logs
+
+
+@frozen(slots=True, kw_only=True)
 class Plan(Record):
     engine: EngineRef
     model: ModelRef
@@ -160,6 +174,8 @@ class Plan(Record):
     error_detail: str | None = None  # that consumer's numbers against the budget
     calibrated: bool = False  # pre-load and weights figures came from a log
     calibration: CalibrationRef | None = None  # the stored entry they came from, if any
+    # a cold plan's edges (servefit/_plan/band.py): set by the commands, never by the planner
+    band: Band | None = None
     resolved_args: dict[str, Any]
     user_args: dict[str, Any]
     changes: list[Change] = field(default_factory=list)

@@ -110,7 +110,9 @@ def plan_cmd(
 
             render_no_local_gpu(request, found.reason or "NVML sees no GPU", fmt)
             ctx.exit(0)
-    result = plan(request)
+    from servefit._plan.band import with_band
+
+    result = with_band(request, plan(request))  # how sure: the measured terms at their edges
     if compare:
         _compare(ctx, request, result, compare, fmt)
         return

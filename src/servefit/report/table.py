@@ -11,7 +11,15 @@ from servefit._plan.schema import EngineRef, Plan
 from servefit.report.console import make_console
 from servefit.report.fixes import command_block, fix_block, with_fix
 from servefit.report.grid import Cell, Col, Grid, Para
-from servefit.report.verdict import STYLE, WORDS, Verdict, floor_for, of_plan, requests
+from servefit.report.verdict import (
+    STYLE,
+    WORDS,
+    Verdict,
+    first_sentence,
+    floor_for,
+    of_plan,
+    requests,
+)
 
 KEY_ARGS = (
     "mem_fraction_static",
@@ -246,6 +254,45 @@ def header(plan: Plan) -> str:
     )
 
 
+def marginal_line(plan: Plan) -> Para | None:
+    """The first line of a plan whose verdict flips inside its band (_plan/band.py)."""
+    b = plan.band
+    if b is None or not b.marginal:
+        return None
+    if plan.verdict == "ok":
+        why = first_sentence(b.error_low or "it fails")
+        text = (
+            f"starts as modelled, but fails with {b.kv_budget_gib:.2f} GiB less per GPU ({why}), "
+            "within the uncertainty of what the engine measures at start-up"
+        )
+    else:
+        text = (
+            f"fails as modelled, but starts with {b.kv_budget_gib:.2f} GiB more per GPU, within "
+            "the uncertainty of what the engine measures at start-up"
+        )
+    return Para(
+        text + "; one start and `servefit doctor` on its log settle it",
+        prefix="MARGINAL: ",
+        prefix_style="bold yellow",
+    )
+
+
+def band_line(plan: Plan) -> Para | None:
+    """The KV tokens at the band's edges; nothing for a failure that fails at both."""
+    b = plan.band
+    if b is None or (plan.verdict == "fail" and not b.marginal):
+        return None
+    low = f"{b.kv_tokens_low:,}" if b.verdict_low == "ok" else "none (it fails)"
+    high = f"{b.kv_tokens_high:,}" if b.verdict_high == "ok" else "none (it fails)"
+    return Para(
+        f"KV tokens {low} to {high} (±{b.kv_budget_gib:.2f} GiB per "
+        f"GPU: {'; '.join(b.terms)})",
+        prefix="uncertain: ",
+        prefix_style="dim",
+        style="dim",
+    )
+
+
 def calibration_line(plan: Plan) -> Para | None:
     """Where the plan's measured terms came from, when a stored calibration gave them."""
     c = plan.calibration
@@ -276,10 +323,13 @@ def render_plan(
     with the fixed command: a FAILS always ends with what makes it start."""
     console = console or make_console()
     verdict = with_fix(verdict or of_plan(plan), fix, plan)
+    marginal = marginal_line(plan)
+    if marginal is not None:
+        console.print(marginal)
     console.print(verdict.text())
-    calibrated = calibration_line(plan)
-    if calibrated is not None:
-        console.print(calibrated)
+    for line in (calibration_line(plan), band_line(plan)):
+        if line is not None:
+            console.print(line)
     console.print(Para(header(plan)))
     for w in plan.warnings:
         console.print(Text("warning: ", style="yellow") + Text(w))
