@@ -174,8 +174,7 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
 
     error = resolved.error or sizing.error
     warnings = list(request.warnings) + list(resolved.warnings) + list(sizing.warnings)
-    if engine_ref.note:
-        warnings.insert(0, engine_ref.note)
+    warnings = _front_warnings(request, gpu_source, engine_ref.note) + warnings
     warnings += by_identity(model, ("warnings",), lambda: tuple(_model_warnings(model)))
     return Plan(
         engine=engine_ref,
@@ -206,6 +205,18 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
         log_lines=list(resolved.log_lines) + list(sizing.log_lines),
         warnings=warnings,
     )
+
+
+def _front_warnings(request: PlanRequest, gpu_source: str, note: str | None) -> list[str]:
+    """What the plan says first: the nearest-profile note, a GPU name several cards go by."""
+    out = [note] if note else []
+    if gpu_source == "catalog" and isinstance(request.gpu, str):
+        from servefit.hardware.catalog import ambiguity_warning
+
+        ambiguous = ambiguity_warning(request.gpu)
+        if ambiguous:
+            out.append(ambiguous)
+    return out
 
 
 def _sized(

@@ -134,6 +134,35 @@ def get_gpu(name: str) -> GPUSpec:
     raise HardwareError(_unknown_message(name))
 
 
+@lru_cache(maxsize=1)
+def _families() -> dict[str, tuple[str, ...]]:
+    raw = json.loads((package_dir("servefit.hardware") / "gpus.json").read_text(encoding="utf-8"))
+    return {
+        normalize(k): tuple(v) for k, v in raw.get("families", {}).items() if not k.startswith("_")
+    }
+
+
+def variants_of(name: str) -> tuple[GPUSpec, ...]:
+    """The cards a family name stands for ("H100": SXM5, PCIe, NVL), the one it resolves to
+    first; () for a name that is one card. A plan sized on the first says which others exist:
+    the 94 GB NVL planned as the 80 GB SXM5 is 14 GiB off."""
+    keys = _families().get(normalize(name), ())
+    by_key = _by_key()
+    return tuple(by_key[k].spec for k in keys if k in by_key)
+
+
+def ambiguity_warning(name: str) -> str | None:
+    """The plan's warning for a family name, or None."""
+    cards = variants_of(name)
+    if len(cards) < 2:
+        return None
+    others = ", ".join(f"{c.key} ({c.memory_mib:,} MiB)" for c in cards[1:])
+    return (
+        f"--gpu {name} names {len(cards)} cards; sized as the {cards[0].name} "
+        f"({cards[0].memory_mib:,} MiB). If yours is another, pass it: {others}; or --gpu local"
+    )
+
+
 def _unknown_message(name: str) -> str:
     import difflib
 

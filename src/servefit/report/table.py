@@ -332,7 +332,7 @@ def render_plan(
             console.print(line)
     console.print(Para(header(plan)))
     for w in plan.warnings:
-        console.print(Text("warning: ", style="yellow") + Text(w))
+        console.print(Para(w, prefix="warning: ", prefix_style="yellow"))
     floor = floor_for(plan.engine.name).gib
     for block in (memory_table(plan, floor), pools_table(plan), args_table(plan)):
         console.print()
