@@ -47,6 +47,7 @@ PHASE_OF: dict[EventKind, int | None] = {
             K.ARGS_NONDEFAULT,
             K.ENGINE_CONFIG,
             K.ARCH,
+            K.DEVICE_NAME,
             K.MAX_MODEL_LEN,
             K.BATCHED_TOKENS,
             K.BLOCK_SIZE,
@@ -343,6 +344,12 @@ class LaunchAcc:
 
     def _on_arch(self, ev, hit, r):
         self.architecture = ev["arch"]
+
+    def _on_device_name(self, ev, hit, r):
+        # the file-name form of torch's device name (vllm/utils/platform_utils.py:
+        # get_device_name_as_file_name: whitespace and "/" -> "_"), as the GPU's NVML name
+        if self.gpu is None:
+            self.gpu = str(ev["device"]).replace("_", " ")
 
     def _on_max_model_len(self, ev, hit, r):
         self.pools["max_model_len"] = ev["n"]

@@ -33,6 +33,7 @@ class EventKind(str, Enum):
     ARGS_NONDEFAULT = "args_nondefault"
     ENGINE_CONFIG = "engine_config"
     ARCH = "arch"
+    DEVICE_NAME = "device_name"
     MAX_MODEL_LEN = "max_model_len"
     BATCHED_TOKENS = "batched_tokens"
     BLOCK_SIZE = "block_size"

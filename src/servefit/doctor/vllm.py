@@ -85,6 +85,17 @@ RULES: tuple[Rule, ...] = (
         "vllm/v1/engine/core.py:EngineCore.__init__",
         _engine_config,
     ),
+    # fused_moe.py:get_moe_configs logs "Using configuration from %s for MoE layer." with the
+    # file get_config_file_name names: "E=..,N=..,device_name=<GPU name, spaces as _>.json"
+    # (an H200-family device is written NVIDIA_H200): the only line of a MoE model's start
+    # that names the GPU
+    rule(
+        "for MoE layer",
+        r"device_name=(?P<device>[A-Za-z0-9_\-]+?)(?:,dtype=[^,]*)?(?:,block_shape=\[[\d,]*\])?\.json for MoE layer",
+        "device_name",
+        V,
+        "vllm/model_executor/layers/fused_moe/fused_moe.py:get_moe_configs",
+    ),
     rule(
         "Resolved architecture:",
         r"Resolved architecture: (?P<arch>\w+)",
