@@ -249,6 +249,12 @@ def test_a_ready_start_calibrates_the_next_plan(capsys, runs_root):
         capsys, "plan", *SEED_TARGET_ARGV, "--", *SEED, *HAND_TUNED_ARGV, "--port", str(port)
     )
     assert code == 0 and out.splitlines()[1].startswith(f"calibrated from {run_dir.path}, ")
+    # and the next launch's preflight plans with it
+    code, out, _ = run(capsys, *launch_args(runs_root, free_port()), *HAND_TUNED_ARGV)
+    assert code == 0 and "rules, calibrated from" in " ".join(out.split())
+    assert run_dir.id in "".join(out.split())  # the recorded run, whatever the terminal folds
+    for r in list_runs(runs_root):
+        run(capsys, "stop", r.id, "--runs-dir", str(runs_root))
 
 
 def test_no_record_leaves_the_store_empty(capsys, runs_root):

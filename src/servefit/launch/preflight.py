@@ -99,6 +99,8 @@ def _plan_check(result: Preflight, request: Any | None, skip: str | None, with_f
         return Check(name="plan", status="skip", message=f"not planned: {exc}")
     result.plan = p
     engine = f"{p.engine.name} {p.engine.profile} rules"
+    if p.calibration is not None:  # sized with what a recorded start on this machine measured
+        engine += f", calibrated from {p.calibration.source}"
     if p.verdict == "ok":
         pools = p.pools
         return Check(
