@@ -187,6 +187,17 @@ def _args(
     return out
 
 
+def _unread(launch: LaunchFacts, engine: str, P: float | None, W: float | None) -> list[str]:
+    """The measured figures the replay wanted and the log did not print: modelled instead."""
+    out = []
+    if engine == "sglang" and P is None:
+        out.append("not in the log: \"Load weight begin. avail mem\"; free memory modelled")
+    if W is None:
+        line = "Load weight end ... mem usage" if engine == "sglang" else "Model loading took"
+        out.append(f"not in the log: \"{line}\"; weights modelled from the config")
+    return out
+
+
 def _logged_command_args(text: str) -> dict[str, Any]:
     """The engine args of a launch command quoted in the log, after a shell prompt ("$ ", "# ")
     a paste keeps; {} when it is not a launch command."""
@@ -237,6 +248,7 @@ def replay(
     if how and how != "--engine":
         notes.append(f"engine version {how}")
     P, W = measured(launch)
+    notes += _unread(launch, ref.name, P, W)
     try:
         model_spec = _model(model, launch, notes)
         gpu_spec = _gpu(gpu, launch, P, notes)
@@ -295,7 +307,12 @@ def _with_nonkv(
     so the log's launch is planned with servefit's model and the difference becomes a measured
     correction (calibration/apply.py); the replay then sizes the KV cache from the logged figure."""
     logged = measurements(launch).kv_available_gib
-    if logged is None or kv_memory_set(launch, args):
+    if kv_memory_set(launch, args):
+        return request
+    if logged is None:
+        notes.append(
+            "not in the log: \"Available KV cache memory\"; the profiling run is servefit's model"
+        )
         return request
     log_request = request
     if use_command:  # the correction belongs to the log's launch, not to --command's
