@@ -124,10 +124,8 @@ def with_entry(request: PlanRequest, entry: Entry, model: Any, gpu: Any) -> Plan
 
 
 def nonkv_correction(entry: Entry, model: Any, gpu: Any) -> float:
-    """vLLM: the recorded start's modelled available KV memory minus the logged one, GiB (> 0:
-    the engine measured more non-KV memory than servefit models)."""
-    from servefit._plan.planner import PlanRequest, plan_or_reject
-    from servefit.errors import EngineRejection
+    """vLLM: the recorded start's modelled available KV memory minus the logged one, GiB."""
+    from servefit._plan.planner import PlanRequest
 
     assert entry.measured.kv_available_gib is not None  # match.usable
     recorded = PlanRequest(
@@ -137,19 +135,25 @@ def nonkv_correction(entry: Entry, model: Any, gpu: Any) -> float:
         args=dict(entry.args),
         num_gpus=entry.num_gpus,
         measured_weights_gib=entry.measured.weights_gib,
-        text=False,
     )
-    try:
-        cold = plan_or_reject(recorded)
-    except EngineRejection as exc:
-        raise ServefitError(f"its recorded launch no longer plans ({exc})") from None
+    return correction_of(recorded, entry.measured.kv_available_gib)
+
+
+def correction_of(recorded: PlanRequest, logged_kv_gib: float) -> float:
+    """The non-KV correction of a vLLM start (> 0: the engine measured more than servefit
+    models): `recorded` planned cold, its available KV memory minus the logged one. Shared by
+    the store (above) and the doctor's replay of a log. ServefitError when the plan of the
+    recorded launch does not reach the KV sizing (nothing to compare)."""
+    from servefit._plan.planner import plan
+
+    cold = plan(replace(recorded, text=False))
     if cold.resolved_args.get("kv_cache_memory_bytes"):
         raise ServefitError("its recorded launch fixed the KV memory (--kv-cache-memory-bytes)")
-    if cold.pools.budget_gib <= 0:
+    if cold.pools.budget_gib <= 0:  # stopped before the profiling run, or weights too large
         raise ServefitError(
             f"its recorded launch does not reach the KV sizing here: {cold.error or 'no memory'}"
         )
-    return round(cold.pools.budget_gib - entry.measured.kv_available_gib, 6)
+    return round(cold.pools.budget_gib - logged_kv_gib, 6)
 
 
 def ref(entry: Entry, differs: tuple[str, ...], request: PlanRequest) -> CalibrationRef:

@@ -271,7 +271,16 @@ def scan(source: LineSource) -> Iterator[Hit]:
         if event is not None:
             yield Hit(line, event, rule)
         elif _COMMAND.search(text) and not _engine_message(text):
-            yield Hit(line, {"kind": EventKind.COMMAND, "text": text.strip()}, None)
+            yield Hit(line, {"kind": EventKind.COMMAND, "text": _without_prompt(text)}, None)
+
+
+_PROMPT = re.compile(r"^(?:[$#>] )+")
+
+
+def _without_prompt(text: str) -> str:
+    """A pasted command without the shell prompt in front ("$ ", root's "# "): shlex would
+    read "# vllm serve ..." as a comment, and the fix would be applied to a comment."""
+    return _PROMPT.sub("", text.strip())
 
 
 def _engine_message(text: str) -> bool:

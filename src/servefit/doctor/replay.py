@@ -173,10 +173,6 @@ def _args(
     if not src and command_args:
         src = dict(command_args)
         notes.append("the log does not print its arguments: the replay uses --command's")
-    elif not src and launch.command:
-        src = _logged_command_args(launch.command)
-        if src:
-            notes.append("the log does not print its arguments: the replay uses its launch command")
     if engine != "sglang":
         return {k: v for k, v in src.items() if v is not None}
     dests = {f.dest for f in registry.profile(engine, profile).flags}
@@ -196,20 +192,6 @@ def _unread(launch: LaunchFacts, engine: str, P: float | None, W: float | None) 
         line = "Load weight end ... mem usage" if engine == "sglang" else "Model loading took"
         out.append(f"not in the log: \"{line}\"; weights modelled from the config")
     return out
-
-
-def _logged_command_args(text: str) -> dict[str, Any]:
-    """The engine args of a launch command quoted in the log, after a shell prompt ("$ ", "# ")
-    a paste keeps; {} when it is not a launch command."""
-    from servefit.doctor.launches import command_args
-
-    stripped = text.strip()
-    while stripped[:1] in ("$", "#", ">") and stripped[1:2] in (" ", ""):
-        stripped = stripped[1:].strip()
-    try:
-        return command_args(stripped)
-    except ServefitError:
-        return {}
 
 
 def replay(
@@ -318,12 +300,12 @@ def _with_nonkv(
     if use_command:  # the correction belongs to the log's launch, not to --command's
         log_args = _args(launch, request.engine.split("==")[-1], "vllm", None, [], False)
         log_request = replace(request, args=log_args or args, env=env)
-    from servefit._plan.planner import plan
+    from servefit.calibration.apply import correction_of
 
-    cold = plan(replace(log_request, text=False))
-    if cold.pools.budget_gib <= 0:  # stopped before the profiling run, or weights too large
+    try:
+        correction = correction_of(log_request, logged)
+    except ServefitError:
         return request
-    correction = round(cold.pools.budget_gib - logged, 6)
     notes.append(
         f"non-KV memory from the log: {logged:g} GiB available for the KV cache, "
         f"{correction:+.3f} GiB against servefit's model of the profiling run"
