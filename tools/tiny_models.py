@@ -13,6 +13,30 @@ chat template. The models:
                 its processor saved.
   qwen3next-tiny Qwen3NextForCausalLM: the same 3+1 layout with a sparse MoE in every layer.
   qwen3-tiny    Qwen3ForCausalLM: four dense full-attention layers.
+  llama-tiny    LlamaForCausalLM: the same dense layout.
+  qwen2-tiny    Qwen2ForCausalLM: the same, with heads of 64 (see below).
+  qwen3moe-tiny Qwen3MoeForCausalLM: four attention layers, 8 experts top-2 in each.
+  mistral-sw-tiny MistralForCausalLM: four layers, each a 1024-token sliding window.
+  gemma3-tiny   Gemma3ForCausalLM: five 512-token sliding-window layers, then a global one.
+  nemotronh-tiny NemotronHForCausalLM: pattern "M-M*-" (Mamba2, MLP, Mamba2, attention, MLP).
+  granitemoehybrid-tiny GraniteMoeHybridForCausalLM: Mamba2, attention, Mamba2, Mamba2; MoE.
+  falconh1-tiny FalconH1ForCausalLM: attention and Mamba2 side by side in four layers.
+  lfm2-tiny     Lfm2ForCausalLM: conv, conv, attention, conv (block_dim and conv_dim set, as
+                checkpoints do; tied embeddings).
+  mamba2-tiny   Mamba2ForCausalLM: four Mamba2 layers, no attention.
+  jamba-tiny    JambaForCausalLM: Mamba (v1), Mamba + MoE, attention, Mamba + MoE (4 experts
+                top-2; state 16). vLLM's CPU build starts it but fails its first request: it
+                has no Mamba1 selective-scan kernel.
+  zamba2-tiny   Zamba2ForCausalLM: Mamba2, hybrid, Mamba2, hybrid (a hybrid layer runs the one
+                shared attention + MLP block on [hidden, embedding], then Mamba2; tied
+                embeddings).
+Attention: 4 query heads, 2 KV heads of 128 (the config's head_dim); Qwen2, GraniteMoeHybrid, Lfm2
+and Jamba heads of 64, as vLLM takes hidden / heads for them (Zamba2: 4 heads of 128 over 2 x
+hidden). Mamba2 mixers: 8 heads x 64, one group, state 64, kernel 4.
+
+vLLM 0.24.0's CPU build starts all but two (Jamba: its Mamba1 profile run fails; GraniteMoeHybrid:
+its transformers names the layers linear_attention/full_attention, which vLLM 0.24.0 does not
+know) and serves no request on a Mamba2 or short-conv layer (those kernels need Triton).
 
 Linear-attention head dims are 128: vLLM's CPU Gated DeltaNet kernel accepts only real head dims
 ("Unexpected head dim size, 32" at the first request otherwise).
@@ -98,6 +122,13 @@ def _text_common() -> dict:
     )
 
 
+def _heads_from_hidden() -> dict:
+    # for the vLLM model classes that take the attention head dim as hidden / heads whatever the
+    # config's head_dim says (Qwen2, GraniteMoeHybrid, Lfm2, Jamba): 4 heads x 64, as their
+    # checkpoints are; a head_dim of 128 here loads without an error and sizes the KV cache wrong
+    return {k: v for k, v in _text_common().items() if k != "head_dim"}
+
+
 def _linear() -> dict:
     # 3 Gated DeltaNet layers then 1 full-attention layer; real head dims (128).
     return dict(
@@ -148,7 +179,158 @@ def qwen35():
     return cfg, Qwen3_5ForConditionalGeneration
 
 
-MODELS = {"qwen35-tiny": qwen35, "qwen3next-tiny": qwen3_next, "qwen3-tiny": qwen3_dense}
+def llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    return LlamaConfig(**_text_common(), rope_theta=500000.0), LlamaForCausalLM
+
+
+def qwen2():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    return Qwen2Config(**_heads_from_hidden(), rope_theta=1000000.0), Qwen2ForCausalLM
+
+
+def qwen3_moe():
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    cfg = Qwen3MoeConfig(**_text_common(), rope_theta=1000000.0, num_experts=8,
+                         num_experts_per_tok=2, moe_intermediate_size=128, decoder_sparse_step=1,
+                         norm_topk_prob=True, mlp_only_layers=[])
+    return cfg, Qwen3MoeForCausalLM
+
+
+def mistral_sliding_window():
+    # every layer attends over a 1024-token window (Mistral-7B-v0.1's layout, 4096 there)
+    from transformers import MistralConfig, MistralForCausalLM
+
+    cfg = MistralConfig(**_text_common(), sliding_window=1024, rope_theta=10000.0)
+    return cfg, MistralForCausalLM
+
+
+def gemma3():
+    # Gemma 3's interleaving: five sliding-window (local) layers, then one global layer
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    common = {**_text_common(), "num_hidden_layers": 6}
+    cfg = Gemma3TextConfig(
+        **common, sliding_window=512,
+        layer_types=["sliding_attention"] * 5 + ["full_attention"],
+        query_pre_attn_scalar=128)
+    return cfg, Gemma3ForCausalLM
+
+
+def _mamba2_dims() -> dict:
+    # 8 heads x 64 = 512 = 2 x hidden; one group, state 64, kernel 4
+    return dict(n_groups=1, state=64, heads=8, head_dim=64, conv=4)
+
+
+def nemotron_h():
+    # M = Mamba2 mixer, * = attention, - = MLP (NemotronH's hybrid_override_pattern)
+    from transformers import NemotronHConfig, NemotronHForCausalLM
+
+    d = _mamba2_dims()
+    common = {**_text_common(), "num_hidden_layers": 5}
+    cfg = NemotronHConfig(
+        **common, hybrid_override_pattern="M-M*-",
+        mamba_num_heads=d["heads"], mamba_head_dim=d["head_dim"], ssm_state_size=d["state"],
+        n_groups=d["n_groups"], conv_kernel=d["conv"], expand=2, mlp_hidden_act="relu2")
+    return cfg, NemotronHForCausalLM
+
+
+def granite_moe_hybrid():
+    from transformers import GraniteMoeHybridConfig, GraniteMoeHybridForCausalLM
+
+    d = _mamba2_dims()
+    cfg = GraniteMoeHybridConfig(
+        **_heads_from_hidden(), layer_types=["mamba", "attention", "mamba", "mamba"],
+        mamba_n_heads=d["heads"], mamba_d_head=d["head_dim"], mamba_d_state=d["state"],
+        mamba_n_groups=d["n_groups"], mamba_d_conv=d["conv"], mamba_expand=2,
+        num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=256,
+        position_embedding_type="rope")
+    return cfg, GraniteMoeHybridForCausalLM
+
+
+def falcon_h1():
+    # every layer runs attention and a Mamba2 mixer side by side
+    from transformers import FalconH1Config, FalconH1ForCausalLM
+
+    d = _mamba2_dims()
+    cfg = FalconH1Config(
+        **_text_common(), mamba_n_heads=d["heads"], mamba_d_head=d["head_dim"],
+        mamba_d_ssm=d["heads"] * d["head_dim"], mamba_d_state=d["state"],
+        mamba_n_groups=d["n_groups"], mamba_d_conv=d["conv"], mamba_expand=2)
+    return cfg, FalconH1ForCausalLM
+
+
+def lfm2():
+    # short-conv layers and attention layers; vLLM's Lfm2 layers read block_dim, conv_dim and
+    # conv_dim_out, which transformers' Lfm2Config does not define: the released checkpoints carry
+    # them (block_dim and conv_dim are the hidden size). vLLM always ties lm_head to the embedding.
+    from transformers import Lfm2Config, Lfm2ForCausalLM
+
+    drop = ("rms_norm_eps", "tie_word_embeddings")
+    common = {k: v for k, v in _heads_from_hidden().items() if k not in drop}
+    cfg = Lfm2Config(
+        **common, tie_word_embeddings=True, norm_eps=1e-5, block_dim=256, block_ff_dim=512,
+        block_multiple_of=256, block_auto_adjust_ff_dim=False, block_ffn_dim_multiplier=1.0,
+        layer_types=["conv", "conv", "full_attention", "conv"], conv_L_cache=3,
+        conv_bias=False, conv_dim=256, conv_dim_out=256)
+    return cfg, Lfm2ForCausalLM
+
+
+def mamba2():
+    # attention-free
+    from transformers import Mamba2Config, Mamba2ForCausalLM
+
+    d = _mamba2_dims()
+    cfg = Mamba2Config(
+        vocab_size=VOCAB, hidden_size=256, num_hidden_layers=4, num_heads=d["heads"],
+        head_dim=d["head_dim"], state_size=d["state"], n_groups=d["n_groups"],
+        conv_kernel=d["conv"], expand=2, tie_word_embeddings=False,
+        eos_token_id=IDS["<|im_end|>"], pad_token_id=IDS["<|endoftext|>"],
+        bos_token_id=IDS["<|endoftext|>"])
+    return cfg, Mamba2ForCausalLM
+
+
+def jamba():
+    # Mamba (v1) mixers with one attention layer (index 2) and MoE in layers 1 and 3
+    from transformers import JambaConfig, JambaForCausalLM
+
+    cfg = JambaConfig(
+        **_heads_from_hidden(), attn_layer_period=4, attn_layer_offset=2, expert_layer_period=2,
+        expert_layer_offset=1, num_experts=4, num_experts_per_tok=2, mamba_d_state=16,
+        mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=16)
+    return cfg, JambaForCausalLM
+
+
+def zamba2():
+    # Mamba2 layers; "hybrid" layers add the shared transformer block, whose attention runs over
+    # the concatenated [hidden, embedding] (2 x hidden = 4 heads x 128). vLLM always ties lm_head
+    # to the embedding.
+    from transformers import Zamba2Config, Zamba2ForCausalLM
+
+    d = _mamba2_dims()
+    cfg = Zamba2Config(
+        vocab_size=VOCAB, hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+        layers_block_type=["mamba", "hybrid", "mamba", "hybrid"], num_attention_heads=4,
+        num_key_value_heads=4, num_mem_blocks=1, use_shared_attention_adapter=False,
+        use_mem_rope=True, n_mamba_heads=d["heads"], mamba_d_state=d["state"],
+        mamba_ngroups=d["n_groups"], mamba_d_conv=d["conv"], mamba_expand=2,
+        max_position_embeddings=MAX_POSITIONS, tie_word_embeddings=True,
+        eos_token_id=IDS["<|im_end|>"], pad_token_id=IDS["<|endoftext|>"],
+        bos_token_id=IDS["<|endoftext|>"])
+    return cfg, Zamba2ForCausalLM
+
+
+MODELS = {
+    "qwen35-tiny": qwen35, "qwen3next-tiny": qwen3_next, "qwen3-tiny": qwen3_dense,
+    "llama-tiny": llama, "qwen2-tiny": qwen2, "qwen3moe-tiny": qwen3_moe,
+    "mistral-sw-tiny": mistral_sliding_window, "gemma3-tiny": gemma3,
+    "nemotronh-tiny": nemotron_h, "granitemoehybrid-tiny": granite_moe_hybrid,
+    "falconh1-tiny": falcon_h1, "lfm2-tiny": lfm2, "mamba2-tiny": mamba2,
+    "jamba-tiny": jamba, "zamba2-tiny": zamba2,
+}
 
 
 def save_processor(out: Path) -> None:

@@ -231,9 +231,12 @@ def parse_argv(flags: tuple[VllmFlag, ...], argv: list[str]) -> ParsedArgs:
                 errors.append(f"argument {canonical}: expects {what}, got {raw!r}")
                 break
             if flag.choices is not None and str(value) not in flag.choices:
+                # argparse's _check_value writes the value and each choice by repr: "(choose
+                # from 'align', 'none')"; --max-lora-rank's choices are ints
+                shown = [int(c) if kind == "int" else c for c in flag.choices]
                 errors.append(
-                    f"argument {canonical}: invalid choice: {raw!r} "
-                    f"(choose from {', '.join(flag.choices)})"
+                    f"argument {canonical}: invalid choice: {value!r} "
+                    f"(choose from {', '.join(map(repr, shown))})"
                 )
                 break
             converted.append(value)

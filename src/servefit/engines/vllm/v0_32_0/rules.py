@@ -27,7 +27,7 @@ class Rules(previous.Rules):
         "align" with prefix caching and asserts chunked prefill."""
         if v.get("mamba_cache_mode") == "all":
             raise EngineRejection(
-                "argument --mamba-cache-mode: invalid choice: 'all' (choose from align, none)"
+                "argument --mamba-cache-mode: invalid choice: 'all' (choose from 'align', 'none')"
             )
         if not v["enable_prefix_caching"]:
             if (v.get("mamba_cache_mode") or "none") != "none":
