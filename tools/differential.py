@@ -453,34 +453,7 @@ EXPLAINED: dict[str, tuple[str, str]] = {}
 
 # Disagreements not fixed yet, by model: what is missing, and the fragment every one of its
 # cases shows. The tests require the fragment (a fixed model must leave this table).
-OPEN: dict[str, tuple[str, str]] = {
-    "mistral-sw-tiny": (
-        "vLLM's SlidingWindowSpec and the hybrid allocator's sliding-window "
-        "groups are not mirrored",
-        "servefit refused: ",
-    ),
-    "gemma3-tiny": (
-        "vLLM's SlidingWindowSpec and the hybrid allocator's sliding-window "
-        "groups are not mirrored",
-        "servefit refused: ",
-    ),
-}
-
-# by case: found by the matrix on 2026-12-03, not fixed yet
-_SSM_RESET = (
-    "--mamba-ssm-cache-dtype float16 on a Mamba model that is not Gated DeltaNet: the engine "
-    "keeps the dtype (platforms/cpu.py:_cpu_mamba_backend decides which backend resets it); "
-    "servefit resets it to float32 as for GDN"
-)
-OPEN.update({
-    "v0320-mamba2-ssm-f16": (_SSM_RESET, "Reset SSM cache type to float32"),
-    "v0320-nemotronh-ssm-f16": (_SSM_RESET, "Padding mamba page size by 88.93%"),
-    "v0320-zamba2-ssm-f16": (_SSM_RESET, "Reset SSM cache type to float32"),
-    "v0320-jamba-ssm-f16": (_SSM_RESET, "Reset SSM cache type to float32"),
-    "v0320-zamba2-nopc": (
-        "the order of Zamba2's KV cache groups in the engine's 'kv cache group sizes' line "
-        "(its figures agree)", "kv cache group sizes (128, 4096, 4096)"),
-})
+OPEN: dict[str, tuple[str, str]] = {}
 
 
 def excuse(name: str, model: str) -> tuple[str, str] | None:

@@ -110,7 +110,11 @@ def _from_named(name: str, t: Fields, model_type: str, attn: str) -> LayerKind:
     n = name.strip().lower()
     block_schema = model_type in ("nemotron_h", "zamba2")  # mixer-or-ffn per entry
     if n in ("full_attention", "attention", "global", "global_attention", "full"):
-        return LayerKind(attn, None if block_schema else "auto")
+        # a pattern that names its layers says which slide: a "full" entry never does, whatever
+        # `sliding_window` the config carries (Gemma 3's global layers; vLLM's model classes,
+        # e.g. gemma3.py:Gemma3Attention.__init__, and transformers read it the same way)
+        full = "attn" if attn == "swa" else attn
+        return LayerKind(full, None if block_schema else "auto")
     if n in (
         "sliding_attention",
         "sliding_window",

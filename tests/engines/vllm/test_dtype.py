@@ -76,7 +76,8 @@ def test_float16_is_refused_for_the_model_types_the_release_lists():
     p = plan(PlanRequest(model=glm4(), gpu="H100", engine=ENGINE, args={"dtype": "half"}))
     assert p.verdict == "fail"
     assert p.error == (
-        "ValueError: The model type 'glm4' does not support float16. "
+        "ValidationError: 1 validation error for ModelConfig: Value error, "
+        "The model type 'glm4' does not support float16. "
         "Reason: Numerical instability. Please use bfloat16 or float32 instead."
     )
 

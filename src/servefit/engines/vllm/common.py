@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
+from servefit.errors import ArgumentError, EngineRejection
 from servefit.frozen import frozen
 from servefit.model.cache import by_identity
 from servefit.model.layers import MLA, FullAttention, SlidingWindowAttention
@@ -127,16 +127,34 @@ def attention_bytes_per_token(model: ModelSpec, tp: int, kv_dtype_bytes: int) ->
     return kv_heads_per_rank(attn, tp) * (attn.head_dim + attn.v_head_dim) * kv_dtype_bytes
 
 
-def check_attention_supported(model: ModelSpec) -> None:
-    if by_identity(model, ("attention_supported",), lambda: _has_sliding_window(model)):
-        raise UnsupportedModelError(
-            f"{model.name}: servefit does not size vLLM's sliding-window KV groups yet "
-            "(SlidingWindowSpec); SGLang profiles size this model"
-        )
+def attention_registered_first(model: ModelSpec) -> bool:
+    """Whether the first layer the engine collects KV specs from is an attention layer: the
+    specs follow the modules' construction order (static_forward_context), which is the layer
+    order except in Zamba2, whose shared attention blocks are built before the layers
+    (models/zamba2.py:Zamba2Model.__init__, `blocks = cycle([...])` before the layer loop)."""
+    if "Zamba2ForCausalLM" in architectures(model):
+        return True
+    return 0 in model.attention_layer_ids
 
 
-def _has_sliding_window(model: ModelSpec) -> bool:
-    return any(isinstance(m, SlidingWindowAttention) for lyr in model.layers for m in lyr.mixers)
+def sliding_buckets(model: ModelSpec) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """The sliding-window attention layers by window, in layer order: ((window, layer ids), ...).
+    Which layers slide is the model class's reading of the config
+    (engine/arg_utils.py:EngineArgs.create_engine_config: a config without `layer_types`, or
+    whose every entry is "sliding_attention", gives every attention layer the config's
+    `sliding_window` through CacheConfig.sliding_window; otherwise the model classes, e.g.
+    models/llama.py:LlamaAttention.__init__ and gemma3.py:Gemma3Attention.__init__, slide the
+    "sliding_attention" layers), which servefit's layer parser follows (model/layer_plan.py)."""
+    return by_identity(model, ("vllm_sliding",), lambda: _sliding_buckets(model))
+
+
+def _sliding_buckets(model: ModelSpec) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    found: dict[int, list[int]] = {}
+    for i, layer in enumerate(model.layers):
+        for m in layer.mixers:
+            if isinstance(m, SlidingWindowAttention) and m.window:
+                found.setdefault(m.window, []).append(i)
+    return tuple((w, tuple(ids)) for w, ids in found.items())
 
 
 def divide(n: int, d: int, what: str) -> int:
@@ -235,8 +253,19 @@ def capture_sizes(v: dict[str, Any], max_graph_size: int) -> list[int]:
 
 
 @frozen
+class SlidingGroups:
+    """One sliding-window bucket: `layers` attention layers of one window, cut into `groups`
+    KV cache groups (each a SlidingWindowSpec group, kv_cache_interface.py)."""
+
+    window: int
+    layers: int
+    groups: int
+
+
+@frozen
 class Grouping:
-    """How the layers are packed into KV cache groups of `group_size` layers each."""
+    """How the layers are packed into KV cache groups of `group_size` layers each. The
+    attention groups are the full-attention ones; sliding-window buckets are `sliding`."""
 
     group_size: int
     attention_groups: int
@@ -246,14 +275,30 @@ class Grouping:
     padding_logs: tuple[str, ...] = ()
     # layers of the fullest group on the most loaded PP stage (= group_size without PP)
     stage_group_size: int = 0
+    sliding: tuple[SlidingGroups, ...] = ()
 
     @property
     def num_groups(self) -> int:
-        return self.attention_groups + self.mamba_groups
+        return self.attention_groups + self.mamba_groups + sum(b.groups for b in self.sliding)
+
+
+def sliding_blocks(window: int, in_flight: int, max_len: int, block: int) -> int:
+    """Blocks one request holds in a sliding-window group: kv_cache_interface.py:
+    SlidingWindowSpec.max_memory_usage_bytes (up to 0.25.1: in_flight = max_num_batched_tokens)
+    / max_admission_blocks_per_request (0.26.0 on: VllmConfig.max_in_flight_tokens):
+    cdiv(min(window - 1 + in_flight, max_model_len), block) + 1, the +1 because the window need
+    not start at a block boundary. extra_retained_tokens (0.28.0 on, multi-module MTP drafts)
+    is 0 here."""
+    return cdiv(min(window - 1 + in_flight, max_len), block) + 1
 
 
 def per_stage(
-    grouping: Grouping, attention_ids: list[int], mamba_ids: list[int], num_layers: int, pp: int
+    grouping: Grouping,
+    attention_ids: list[int],
+    mamba_ids: list[int],
+    num_layers: int,
+    pp: int,
+    sliding_ids: tuple[list[int], ...] = (),
 ) -> Grouping:
     """_project_kv_cache_groups_to_worker: each PP worker keeps the groups' layers it owns
     (group i of a bucket is layers[i::num_groups]); its bytes per block are its fullest group's
@@ -263,7 +308,9 @@ def per_stage(
     if pp <= 1:
         return replace(grouping, stage_group_size=grouping.group_size)
     groups: list[list[int]] = []
-    for ids, n in ((attention_ids, grouping.attention_groups), (mamba_ids, grouping.mamba_groups)):
+    buckets = [(attention_ids, grouping.attention_groups), (mamba_ids, grouping.mamba_groups)]
+    buckets += [(ids, b.groups) for ids, b in zip(sliding_ids, grouping.sliding, strict=True)]
+    for ids, n in buckets:
         groups += [ids[i::n] for i in range(n)] if n else []
     worst = 0
     for rank in range(pp):
@@ -272,29 +319,33 @@ def per_stage(
     return replace(grouping, stage_group_size=worst)
 
 
-@lru_cache(maxsize=256)  # a function of three numbers, asked again for every plan of fit
+@lru_cache(maxsize=256)  # a function of a few numbers, asked again for every plan of fit
 def group_layers(
-    attention_layers: int, mamba_layers: int, max_ratio: float | None = 1.5
+    attention_layers: int,
+    mamba_layers: int,
+    max_ratio: float | None = 1.5,
+    sliding: tuple[tuple[int, int], ...] = (),
 ) -> Grouping:
     """_get_kv_cache_groups_uniform_page_size (kv_cache_utils.py; kv_cache_planning.py from
-    0.33.0): one bucket per distinct spec; group size = the smallest bucket, or the largest
-    when it is under `max_ratio` x the smallest (the release's ratio: none before 0.12.0, 1.25,
-    1.5 from 0.18.0); each bucket is cut into cdiv(len, group_size) groups and "Add %d padding
-    layers" is logged for the shortfall.
-    A model without Mamba layers has one uniform-spec group holding every attention layer
+    0.33.0): one bucket per distinct spec (full attention, each sliding window, Mamba; `sliding`
+    is (window, layers) per window, in layer order); group size = the smallest bucket, or the
+    largest when it is under `max_ratio` x the smallest (the release's ratio: none before
+    0.12.0, 1.25, 1.5 from 0.18.0); each bucket is cut into cdiv(len, group_size) groups and
+    "Add %d padding layers" is logged for the shortfall.
+    A model whose layers all share one spec has one group holding them all
     (_get_kv_cache_groups_uniform_spec)."""
-    if mamba_layers == 0:
+    buckets = [n for n in (attention_layers, *(n for _, n in sliding), mamba_layers) if n]
+    if len(buckets) <= 1:
+        n = buckets[0] if buckets else 0
         return Grouping(
-            attention_layers,
+            n,
             1 if attention_layers else 0,
-            0,
+            1 if mamba_layers else 0,
             attention_layers,
-            0,
-            stage_group_size=attention_layers,
+            mamba_layers,
+            stage_group_size=n,
+            sliding=tuple(SlidingGroups(w, c, 1) for w, c in sliding),
         )
-    if attention_layers == 0:
-        return Grouping(mamba_layers, 0, 1, 0, mamba_layers, stage_group_size=mamba_layers)
-    buckets = [attention_layers, mamba_layers]
     lo, hi = min(buckets), max(buckets)
     size = hi if max_ratio is not None and hi < lo * max_ratio else lo
     logs = []
@@ -312,6 +363,7 @@ def group_layers(
         mamba_layers,
         tuple(logs),
         stage_group_size=size,
+        sliding=tuple(SlidingGroups(w, c, cdiv(c, size)) for w, c in sliding),
     )
 
 

