@@ -63,6 +63,29 @@ def _forget_once() -> None:
         fn = getattr(vlog, name)
         if name.startswith("_print_") and name.endswith("_once") and hasattr(fn, "cache_clear"):
             fn.cache_clear()
+    # v1/attention/selector.py caches the backend choice per process (`_cached_get_attn_backend`
+    # and the Mamba one, functools.cache), and the choice logs "Using HND KV cache layout for
+    # CPU_ATTN backend." (0.22.0 - 0.28.0) and sets the layout that
+    # v1/attention/backends/utils.py:get_kv_cache_layout (an lru_cache) then reads
+    import importlib
+
+    for module, names in (
+        (
+            "vllm.v1.attention.selector",
+            ("_cached_get_attn_backend", "_cached_get_mamba_attn_backend"),
+        ),
+        ("vllm.v1.attention.backends.utils", ("get_kv_cache_layout",)),
+    ):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        for name in names:
+            fn = getattr(mod, name, None)
+            if hasattr(fn, "cache_clear"):
+                fn.cache_clear()
+        if hasattr(mod, "_KV_CACHE_LAYOUT_OVERRIDE"):
+            mod._KV_CACHE_LAYOUT_OVERRIDE = None
 
 
 def _serve_parser():

@@ -53,3 +53,8 @@ class EngineRejection(ServefitError):
     """
 
     exit_code = 1
+
+    def __init__(self, message: str, *, logs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        # what the engine logged before it stopped (its warnings while resolving), verbatim
+        self.logs = logs

@@ -155,7 +155,9 @@ def _plan(request: PlanRequest, *, rejections_fail: bool) -> Plan:
     except EngineRejection as exc:  # the engine stops before it loads anything
         if not rejections_fail:
             raise
-        resolved = ResolvedArgs(values=args, error=str(exc), env=dict(request.env))
+        resolved = ResolvedArgs(
+            values=args, error=str(exc), env=dict(request.env), log_lines=exc.logs
+        )
         memory = MemoryInputs(
             total_gib=gpu.memory_mib / 1024, pre_load_free_gib=0.0, weights_gib=0.0
         )

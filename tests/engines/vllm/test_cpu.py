@@ -59,6 +59,9 @@ SIZING = (
     "Maximum concurrency for ",
     "kv cache group sizes ",
     "kv lcm block sizes ",
+    "Using HND KV cache layout",
+    "Using LBHNC KV cache layout.",
+    "Using LBNHC KV cache layout.",
 )
 PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:INFO|WARNING|ERROR|DEBUG) [\d-]+ [\d:]+ \[[^\]]+\] ")
 

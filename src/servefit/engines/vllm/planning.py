@@ -195,13 +195,8 @@ def _kv_memory(
     bpb = layout.bytes_per_block
     mml = v["max_model_len"]
     needed = one_request_bytes(model, v, layout, rules)
-    block_lines = _block_lines(layout)
-    if not rules.BLOCK_LINES_AFTER_LOAD:  # config time, before the weights load
-        logs += block_lines
-    # gpu_model_runner.py:load_model, then (0.20.0 on) update_block_size_for_backend
-    logs.append(rules.model_loading_log((memory.weights_gib + memory.draft_weights_gib) * GiB))
-    if rules.BLOCK_LINES_AFTER_LOAD:
-        logs += block_lines
+    if not _load(run, model, gpus, v, memory, rules, _block_lines(layout)):
+        return
     layout_line = rules.kv_layout_log(model, gpus)  # the engine core, before the workers profile
     if layout_line:
         logs.append(layout_line)
@@ -352,6 +347,41 @@ def _available(
             "To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0."
         )
     return available, logs
+
+
+def _load(
+    run: _Run,
+    model: ModelSpec,
+    gpus: GPUSet,
+    v: dict[str, Any],
+    memory: MemoryInputs,
+    rules: PlanningRules,
+    block_lines: list[str],
+) -> bool:
+    """The model built and its weights loaded (gpu_model_runner.py / cpu_model_runner.py:
+    load_model), with the lines logged on the way; False where the CPU build stops there: the
+    causal-conv weight packing after load, the warm-up forward before the KV cache is sized."""
+    logs, cpu = run.logs, is_cpu(gpus.gpu)
+    if not rules.BLOCK_LINES_AFTER_LOAD:  # config time, before the weights load
+        logs += block_lines
+    backend_line = rules.attn_backend_log(model, gpus)  # the model's attention layers are built
+    if backend_line:
+        logs.append(backend_line)
+    packed = rules.cpu_conv_pack_error(model, gpus, v) if cpu else None
+    if packed is not None:  # the weights' post-load processing
+        run.error, run.consumer = packed, "the CPU kernel's causal-conv weight packing"
+        run.detail = "the model's convolution weights, packed once they are loaded"
+        return False
+    # gpu_model_runner.py:load_model, then (0.20.0 on) update_block_size_for_backend
+    logs.append(rules.model_loading_log((memory.weights_gib + memory.draft_weights_gib) * GiB))
+    if rules.BLOCK_LINES_AFTER_LOAD:
+        logs += block_lines
+    stopped = rules.cpu_warmup_error(model, gpus, v) if cpu else None
+    if stopped is not None:  # cpu_worker.py:determine_available_memory's warm-up forward
+        run.error, run.consumer = stopped, "the CPU warm-up forward (fused MoE's torch path)"
+        run.detail = "CPUWorker.determine_available_memory runs the model before sizing"
+        return False
+    return True
 
 
 def _cpu_kv_refusal(v: dict[str, Any], memory: MemoryInputs) -> tuple[str, str, str] | None:

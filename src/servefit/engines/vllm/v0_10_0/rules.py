@@ -338,6 +338,21 @@ class Rules:
         """v1/attention/backends/utils.py:resolve_kv_cache_layout's line (0.29.0 on)."""
         return None
 
+    def attn_backend_log(self, model: ModelSpec, gpus: GPUSet) -> str | None:
+        """v1/attention/selector.py:_cached_get_attn_backend's line for a backend that requires
+        a KV layout (the CPU backend's HND, 0.22.0 - 0.28.0)."""
+        return None
+
+    def cpu_warmup_error(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> str | None:
+        """What stops the CPU worker's warm-up forward before the KV cache is sized
+        (cpu_platform.moe_torch_path_error, 0.20.0 - 0.24.0)."""
+        return None
+
+    def cpu_conv_pack_error(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> str | None:
+        """The CPU kernel's refusal to pack a causal-conv weight once it is loaded
+        (model_executor/layers/utils.py:dispatch_cpu_unquantized_gemm, 0.22.0 - 0.31.0)."""
+        return None
+
     def group_block_logs(self, block_sizes: list[int]) -> list[str]:
         """kv_cache_utils.py:resolve_kv_cache_block_sizes's lines for several groups (0.30.0
         on)."""

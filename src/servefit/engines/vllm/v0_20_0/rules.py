@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit.engines.vllm import cpu_platform
 from servefit.engines.vllm.device import capability, is_cpu
 from servefit.engines.vllm.v0_19_0 import rules as previous
 from servefit.hardware.spec import GPUSet
@@ -68,6 +69,11 @@ class Rules(previous.Rules):
         smallest = self.backend_min_block(model, gpus)
         block = v.get("block_size") or (128 if is_cpu(gpus.gpu) else smallest)
         return block, max(smallest, block)
+
+    def cpu_warmup_error(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> str | None:
+        """cpu_platform.moe_torch_path_error: fused MoE's torch path builds a CustomOp at
+        forward time (0.20.0 - 0.24.0)."""
+        return cpu_platform.moe_torch_path_error(model, gpus, v)
 
 
 RULES = Rules()

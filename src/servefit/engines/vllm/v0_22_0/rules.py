@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from servefit.engines.vllm import common
+from servefit.engines.vllm import common, cpu_platform
+from servefit.engines.vllm.device import is_cpu
 from servefit.engines.vllm.v0_15_0 import rules as modes
 from servefit.engines.vllm.v0_21_0 import rules as previous
 from servefit.errors import EngineRejection
 from servefit.hardware.spec import GPUSet
-from servefit.model.layers import GatedDeltaNet
 from servefit.model.spec import ModelSpec
 
 
@@ -33,23 +33,35 @@ class Rules(previous.Rules):
         self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any], logs: list[str]
     ) -> None:
         """platforms/cpu.py:CpuPlatform.check_and_update_config (0.22.0 - 0.24.0): on CPUs with
-        AMX tiles, a model with linear-attention layers loses prefix caching and chunked
-        prefill; asked-for prefix caching had already set mamba_block_size, so
+        AMX tiles, a model with linear-attention layers (cpu_platform.has_linear_attention)
+        loses prefix caching and chunked prefill; asked-for prefix caching had already set
+        mamba_block_size (model_executor/models/config.py:MambaModelConfig), so
         VllmConfig.validate_mamba_block_size refuses the config."""
-        if "amx_tile" not in gpus.gpu.features or not model.recurrent_layer_ids:
+        if "amx_tile" not in gpus.gpu.features or not cpu_platform.has_linear_attention(model):
             return
-        if not isinstance(model.first_recurrent(), GatedDeltaNet):
-            return
-        logs.append(
-            "Disabled unsupported prefix caching and chunked prefill for linear attention on "
-            "AMX CPU platforms."
-        )
+        logs.append(cpu_platform.AMX_LINEAR_ATTENTION_LOG)
         if v["enable_prefix_caching"]:
             raise EngineRejection(
                 "ValidationError: 1 validation error for VllmConfig: Value error, "
-                "--mamba-block-size can only be set with --enable-prefix-caching"
+                "--mamba-block-size can only be set with --enable-prefix-caching",
+                logs=tuple(logs),
             )
         v["enable_chunked_prefill"] = False
+
+    def attn_backend_log(self, model: ModelSpec, gpus: GPUSet) -> str | None:
+        """v1/attention/selector.py:_cached_get_attn_backend: CPU_ATTN's
+        get_required_kv_cache_layout is "HND" (v1/attention/backends/cpu_attn.py, 0.22.0 -
+        0.28.0), logged when the first attention layer is built (once a process)."""
+        if not is_cpu(gpus.gpu) or not model.attention_layer_ids:
+            return None
+        return "Using HND KV cache layout for CPU_ATTN backend."
+
+    def cpu_conv_pack_error(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> str | None:
+        """model_executor/layers/utils.py:dispatch_cpu_unquantized_gemm (0.22.0 - 0.28.0):
+        the causal-conv weights are packed on CPUs with AMX tiles."""
+        if "amx_tile" not in gpus.gpu.features:
+            return None
+        return cpu_platform.conv_pack_error(model, self, v)
 
     def default_mamba_mode(self, model: ModelSpec, v: dict[str, Any]) -> tuple[str, str]:
         """MambaModelConfig.verify_and_update_config: back to 0.15's choice, "all" for

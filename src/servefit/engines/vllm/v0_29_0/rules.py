@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from servefit.engines.vllm import cpu_platform
 from servefit.engines.vllm.device import capability, is_cpu
 from servefit.engines.vllm.v0_28_0 import rules as previous
 from servefit.hardware.spec import GPUSet
@@ -36,6 +37,19 @@ class Rules(previous.Rules):
         attention = bool(model.attention_layer_ids)
         head_major = attention and (is_cpu(gpus.gpu) or (cap is not None and cap[0] == 10))
         return f"Using {'LBHNC' if head_major else 'LBNHC'} KV cache layout."
+
+    def attn_backend_log(self, model: ModelSpec, gpus: GPUSet) -> str | None:
+        """v1/attention/backends/cpu_attn.py: CPU_ATTN requires no layout any more (its
+        supported_kv_cache_layouts go to kv_layout_log's line)."""
+        return None
+
+    def cpu_conv_pack_error(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> str | None:
+        """model_executor/layers/utils.py:dispatch_cpu_unquantized_gemm (0.29.0 - 0.31.0):
+        "The C++ causal_conv1d kernels use VDPBF16PS (no AMX tiles)": packed on every
+        AVX-512BF16 CPU."""
+        if "avx512_bf16" not in gpus.gpu.features:
+            return None
+        return cpu_platform.conv_pack_error(model, self, v)
 
     def v1_runner(self, model: ModelSpec) -> bool:
         """config/vllm.py:VllmConfig.use_v2_model_runner: Model Runner V2 for every model

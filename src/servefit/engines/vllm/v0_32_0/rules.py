@@ -16,6 +16,11 @@ from servefit.model.spec import ModelSpec
 class Rules(previous.Rules):
     VERSION = "0.32.0"
 
+    def cpu_conv_pack_error(self, model: ModelSpec, gpus: GPUSet, v: dict[str, Any]) -> str | None:
+        """model_executor/layers/utils.py:dispatch_cpu_unquantized_gemm: only a bfloat16
+        (dim, 1, 4) weight is packed (is_causal_conv1d_weight); any other keeps torch's conv."""
+        return None
+
     def mamba2_num_spec(self, model: ModelSpec, num_spec: int) -> int:
         """falcon_h1.py, granitemoehybrid.py and zamba2.py pass num_spec too."""
         return num_spec
