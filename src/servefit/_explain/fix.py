@@ -160,8 +160,7 @@ def served_elsewhere(ctx: Context) -> str | None:
     registered releases that serve it, newest first as the one to name; else None."""
     prof = ctx.engine_profile
     ref = ctx.plan.engine
-    if prof.for_release is not None:
-        prof = prof.for_release(ref.version)
+    prof = prof.at_release(ref.version)
     try:
         prof.check_model(ctx.model, prof.parallel_sizes({}))
     except EngineRejection:

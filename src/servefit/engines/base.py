@@ -241,13 +241,18 @@ class Profile:
     pool_shape: Callable[[dict[str, Any]], tuple[int, int]]
     renames: Mapping[str, str] = field(default_factory=dict)
     # A release of this profile's group as the engine registers it where it differs from the
-    # profile's own release (the architectures it serves): release -> its Profile. None: every
-    # release of the group is the profile as is.
-    for_release: Callable[[str], Profile] | None = None
+    # profile's own release (the architectures it serves): (this profile, release) -> its
+    # Profile, called through at_release so a profile derived with replace() is the one
+    # adjusted. None: every release of the group is the profile as is.
+    for_release: Callable[[Profile, str], Profile] | None = None
     hidden_args: frozenset[str] = frozenset()
     # the code the release reads a config with before anything else (model/readers.py): its
     # transformers, its own config and quantization classes; check_model refuses what they do
     config_readers: frozenset[str] = frozenset()
+
+    def at_release(self, release: str) -> Profile:
+        """This profile as `release` of its group registers models and reads its flags."""
+        return self if self.for_release is None else self.for_release(self, release)
 
     def flag(self, dest: str) -> Flag | None:
         """The release's flag that sets `dest`, None when it has none."""

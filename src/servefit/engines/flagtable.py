@@ -240,3 +240,14 @@ def read_architectures(package: str, version: str) -> frozenset[str]:
     if not res.is_file():
         raise EngineVersionError(f"no architecture list {name} in {package}")
     return frozenset(res.read_text(encoding="utf-8").split())
+
+
+def release_numbers(release: str) -> tuple[int, ...]:
+    """A release's leading numbers, to order it against the architecture lists kept:
+    "0.8.5.post1" -> (0, 8, 5)."""
+    out = []
+    for part in release.split("."):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)

@@ -288,8 +288,7 @@ def select(spec: str) -> tuple[Profile, EngineRef]:
     if note:
         notes.append(note)
     prof = profile(name, chosen)
-    if prof.for_release is not None:
-        prof = prof.for_release(version)
+    prof = prof.at_release(version)
     selected = prof, EngineRef(
         name=name, version=version, profile=chosen, note="; ".join(notes) or None
     )
@@ -408,8 +407,7 @@ def serving_releases(spec: ModelSpec) -> dict[str, list[str]]:
         out[engine] = []
         for release in releases(engine):
             prof = profile(engine, RELEASES[engine][release])
-            if prof.for_release is not None:
-                prof = prof.for_release(release)
+            prof = prof.at_release(release)
             try:
                 prof.check_model(spec, prof.parallel_sizes({}))
             except ServefitError:

@@ -12,6 +12,7 @@ from servefit.errors import EngineRejection
 from servefit.model.config import read_json
 from servefit.model.inventory import build_model_spec
 from servefit.model.spec import ModelSpec
+from tests.engines.release_archs import refusal
 from tests.engines.sglang.handbuilt import gpus
 
 ONE_RANK = ParallelSizes(tp=1, pp=1, dp=1, ep=1, world=1, attn_tp=1)
@@ -59,3 +60,37 @@ def test_nemotron3_with_pattern_loads_on_0_5_9():
     )
     v0_5_9.PROFILE.check_model(model, v0_5_9.PROFILE.parallel_sizes({}))
     assert v0_5_9.resolve_args(model, gpus("H200", 143771, 1), {}, {}).error is None
+
+
+SEED = "Qwen__Qwen3.6-27B.DERIVED-from-nvidia-NVFP4.json"
+
+
+@pytest.mark.parametrize(
+    ("engine", "refused"),
+    [
+        ("sglang==0.5.8", True),  # archs_0_5_8.txt: no Qwen3_5 module before 0.5.9
+        ("sglang==0.5.8.post1", True),  # a post release has its own list
+        ("sglang==0.5.3", True),
+        ("sglang==0.4.10", True),  # older than every list: 0.5.1's, which lacks it too
+        ("sglang==0.5.9", False),
+        ("sglang==0.5.23", False),
+    ],
+)
+def test_a_release_outside_the_mirrored_range_plans_only_what_it_registers(engine, refused):
+    # the releases before 0.5.9 are planned with 0.5.9's profile, but with their own
+    # architecture lists (tools/extract_architectures.py on each wheel)
+    seed = build_model_spec(read_json(catalog.DATA / SEED), name="Qwen/Qwen3.6-27B", source=SEED)
+    error = refusal(engine, seed)
+    assert (error is not None) is refused, error
+    if refused:
+        release = engine.split("==")[1]
+        assert error.startswith(
+            f"SGLang {release} does not register Qwen3_5ForConditionalGeneration"
+        )
+
+
+def test_qwen3_next_is_registered_from_0_5_2():
+    # archs_0_5_1.txt / archs_0_5_2.txt: models/qwen3_next.py is new in 0.5.2
+    model = _catalog("Qwen__Qwen3-Next-80B-A3B-Thinking.json", "Qwen/Qwen3-Next-80B-A3B-Thinking")
+    assert refusal("sglang==0.5.1", model) is not None
+    assert refusal("sglang==0.5.2", model) is None

@@ -11,7 +11,8 @@ here: the parallel layout, the checks made before memory profiling, the memory i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import partial
+from dataclasses import replace
+from functools import cache, partial
 from typing import Any
 
 from servefit.engines.base import (
@@ -25,12 +26,12 @@ from servefit.engines.base import (
     SizePools,
 )
 from servefit.engines.dtypes import memory_as_loaded, sized_as_loaded, with_dtype
-from servefit.engines.flagtable import read_architectures
+from servefit.engines.flagtable import read_architectures, release_numbers
 from servefit.engines.sglang.common import pp_indices
 from servefit.engines.sglang.dtype import resolve_dtype
 from servefit.engines.sglang.flags import load_flags, parse_argv
 from servefit.engines.sglang.layout import LayoutRules, check_layout
-from servefit.errors import ArgumentError, EngineRejection, HardwareError
+from servefit.errors import ArgumentError, EngineRejection, EngineVersionError, HardwareError
 from servefit.evolve import evolve
 from servefit.hardware.preload import pre_load_free_gib
 from servefit.hardware.spec import GPUSet
@@ -80,7 +81,8 @@ def declare(
     renamed = dict(renames or {})
     flags = load_flags(version)
     archs = read_architectures(__package__, version)
-    return Profile(
+    checks = (check_config, layout or LayoutRules(), config_readers)
+    profile = Profile(
         engine=ENGINE,
         version=version,
         flags=flags,
@@ -89,14 +91,7 @@ def declare(
         log_format=log_format,
         parse_argv=partial(parse_argv, flags),
         parallel_sizes=parallel_sizes,
-        check_model=partial(
-            check_model,
-            version,
-            archs,
-            check_config,
-            layout or LayoutRules(),
-            config_readers,
-        ),
+        check_model=partial(check_model, version, archs, *checks),
         resolve_args=_resolved_in_loaded_dtype(resolve_args, dtype_cast_logged),
         memory_inputs=memory_as_loaded(memory_inputs),
         size_pools=sized_as_loaded(size_pools),
@@ -104,6 +99,40 @@ def declare(
         renames=renamed,
         hidden_args=frozenset({"cuda_graph_bs"}),  # the capture list, kept for sizing
         config_readers=config_readers,
+    )
+    return replace(profile, for_release=partial(_for_release, checks=checks))
+
+
+# The oldest release whose architecture list is kept (archs_0_5_1.txt: sglang 0.5.1, the first
+# 0.5.x on PyPI; it registers no hybrid model: Qwen3-Next came in 0.5.2, Falcon-H1 in 0.5.3,
+# Nemotron-H and Kimi-Linear in 0.5.5, Qwen3.5 in 0.5.9).
+OLDEST_LISTED = "0.5.1"
+
+
+@cache
+def _for_release(
+    profile: Profile,
+    release: str,
+    *,
+    checks: tuple[Callable[[ModelSpec], None] | None, LayoutRules, frozenset[str]],
+) -> Profile:
+    """The profile as `release` registers models: its own architecture list
+    (archs_<release>.txt, tools/extract_architectures.py on its wheel, post releases
+    included), else, for a release older than every list, the oldest list (an architecture
+    0.5.1 does not register, no earlier release does either: servefit never plans a model older
+    releases lack). A release newer than every list keeps its profile's."""
+    try:
+        archs = read_architectures(__package__, release)
+    except EngineVersionError:
+        if release_numbers(release) >= release_numbers(OLDEST_LISTED):
+            return profile
+        archs = read_architectures(__package__, OLDEST_LISTED)
+    if archs == profile.architectures:
+        return profile
+    return replace(
+        profile,
+        architectures=archs,
+        check_model=partial(check_model, release, archs, *checks),
     )
 
 

@@ -22,7 +22,7 @@ from servefit.engines.base import (
     Sizing,
 )
 from servefit.engines.dtypes import memory_as_loaded, sized_as_loaded
-from servefit.engines.flagtable import read_architectures
+from servefit.engines.flagtable import read_architectures, release_numbers
 from servefit.engines.vllm import common, planning, resolve
 from servefit.engines.vllm.flags import VllmFlag, available_versions, load_flags, parse_argv
 from servefit.engines.vllm.layout import LayoutRules, check_layout
@@ -88,7 +88,7 @@ def declare(rules: Any, *, log_format: frozenset[LogFeature] = frozenset()) -> P
         pool_shape=pool_shape,
     )
     return replace(
-        profile, for_release=partial(_for_release, profile, layout, rules.CONFIG_READERS)
+        profile, for_release=partial(_for_release, layout=layout, readers=rules.CONFIG_READERS)
     )
 
 
@@ -99,7 +99,7 @@ def pool_shape(v: dict[str, Any]) -> tuple[int, int]:
 
 @cache
 def _for_release(
-    profile: Profile, layout: LayoutRules, readers: frozenset[str], release: str
+    profile: Profile, release: str, *, layout: LayoutRules, readers: frozenset[str]
 ) -> Profile:
     """The profile as `release` registers models and reads its command line: its own
     architecture list (archs_<release>.txt, tools/extract_architectures.py) and its own flag
@@ -110,7 +110,10 @@ def _for_release(
     try:
         archs = read_architectures(__package__, release)
     except EngineVersionError:
-        archs = profile.architectures
+        # older than every list (archs_0_8_5.txt, vLLM 0.8.5, is the oldest kept): the oldest
+        # list, so an architecture 0.8.5 lacks is not planned on an earlier release either
+        older = release_numbers(release) < release_numbers(OLDEST_LISTED)
+        archs = read_architectures(__package__, OLDEST_LISTED) if older else profile.architectures
     if archs != profile.architectures:
         changes.update(architectures=archs, check_model=partial(check_model, archs, layout, readers))
     if release != profile.version and release in available_versions():
@@ -118,6 +121,9 @@ def _for_release(
         if flags != profile.flags:
             changes.update(flags=flags, parse_argv=partial(parse_argv, flags), levers=_levers(flags))
     return replace(profile, **changes) if changes else profile
+
+
+OLDEST_LISTED = "0.8.5"
 
 
 def _levers(flags: tuple[VllmFlag, ...]) -> dict[str, str]:
